@@ -1,0 +1,271 @@
+"""Shared test helpers. Every zoo layer goes through `run_layer_test`.
+
+`run_layer_test` checks, in order:
+  1. the class is registered with Keras under the "zoo" package;
+  2. every constructor argument is stored under its own name by `get_config`, and
+     `from_config(get_config())` gives the same config back;
+  3. an eager call, with the expected output shape, and finite outputs;
+  4. a symbolic call inside a functional model: same shapes, same outputs as eager;
+  5. a `.keras` save, then `keras.models.load_model` in a *fresh subprocess* that imports
+     only zoo and keras, giving the same outputs;
+  6. `mixed_bfloat16`: float32 variables, bfloat16 outputs, close to the float32 outputs;
+  7. one `fit` step that changes every trainable weight.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+import keras
+import numpy as np
+from keras import ops
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _as_dict(input_data):
+    if isinstance(input_data, dict):
+        return dict(input_data)
+    return {"inputs": input_data}
+
+
+def _call(layer, inputs, call_kwargs):
+    """Call `layer` with the first input positionally and the rest by name."""
+    names = list(inputs)
+    first = inputs[names[0]]
+    rest = {name: inputs[name] for name in names[1:]}
+    return layer(first, **rest, **call_kwargs)
+
+
+def _flat(outputs):
+    return list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+
+
+def _numpy(x):
+    return np.asarray(ops.convert_to_numpy(ops.cast(x, "float32") if _is_float(x) else x))
+
+
+def _dtype(x):
+    return keras.backend.standardize_dtype(x.dtype)
+
+
+def _is_float(x):
+    return "float" in _dtype(x)
+
+
+def _same_shape(symbolic, concrete):
+    if len(symbolic) != len(concrete):
+        return False
+    return all(s is None or s == c for s, c in zip(symbolic, concrete))
+
+
+def _relative_error(a, b):
+    a, b = np.asarray(a, "float64"), np.asarray(b, "float64")
+    return np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-12)
+
+
+_LOAD_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import keras
+    import zoo  # registers the zoo layers
+    model = keras.models.load_model(sys.argv[1])
+    data = np.load(sys.argv[2])
+    inputs = {name: data[name] for name in data.files}
+    outputs = model(inputs)
+    outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+    np.savez(sys.argv[3], *[keras.ops.convert_to_numpy(keras.ops.cast(o, "float32")) for o in outputs])
+    """
+)
+
+
+def load_in_fresh_process(model_path, inputs):
+    """Load a `.keras` file in a new Python process and return its outputs on `inputs`."""
+    folder = os.path.dirname(model_path)
+    inputs_path = os.path.join(folder, "inputs.npz")
+    outputs_path = os.path.join(folder, "outputs.npz")
+    np.savez(inputs_path, **inputs)
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="3")
+    env.setdefault("KERAS_BACKEND", keras.backend.backend())
+    result = subprocess.run(
+        [sys.executable, "-c", _LOAD_SCRIPT, model_path, inputs_path, outputs_path],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert result.returncode == 0, f"load_model in a fresh process failed:\n{result.stderr[-4000:]}"
+    loaded = np.load(outputs_path)
+    return [loaded[f"arr_{i}"] for i in range(len(loaded.files))]
+
+
+def run_layer_test(
+    layer_cls,
+    init_kwargs,
+    input_data,
+    call_kwargs=None,
+    expected_output_shape=None,
+    allow_untrained_weights=(),
+    run_training=True,
+    run_mixed_precision=True,
+    atol=1e-5,
+):
+    """Run the full battery of checks on one layer configuration.
+
+    Args:
+        layer_cls: the layer class.
+        init_kwargs: constructor arguments.
+        input_data: a NumPy array (the first call argument), or a dict of call-argument
+            name to array; the first entry is passed positionally, the rest by name.
+        call_kwargs: non-tensor call arguments (flags such as `use_causal_mask`).
+        expected_output_shape: shape of the first output, or a list of shapes.
+        allow_untrained_weights: substrings of weight paths that may legitimately get no
+            gradient (for example the key bias, to which softmax is invariant).
+        run_training: run the fit-step check.
+        run_mixed_precision: run the mixed_bfloat16 check.
+        atol: tolerance of the output comparisons.
+
+    Returns:
+        The layer built in the eager check, and its eager outputs (a list).
+    """
+    call_kwargs = dict(call_kwargs or {})
+    inputs = _as_dict(input_data)
+
+    # 1. Registered with Keras.
+    registered = keras.saving.get_registered_name(layer_cls)
+    assert registered.startswith("zoo>"), f"{layer_cls.__name__} is not registered: {registered}"
+
+    # 2. Config round trip.
+    layer = layer_cls(**init_kwargs)
+    config = layer.get_config()
+    for name, value in init_kwargs.items():
+        assert name in config, f"get_config() of {layer_cls.__name__} lacks {name!r}"
+        if isinstance(value, (bool, int, float, str, type(None))):
+            assert config[name] == value, f"{name!r}: config has {config[name]!r}, given {value!r}"
+    clone = layer_cls.from_config(config)
+    assert json.dumps(clone.get_config(), sort_keys=True, default=str) == json.dumps(
+        config, sort_keys=True, default=str
+    ), "from_config(get_config()) does not give the same config back"
+
+    # 3. Eager call.
+    eager = [_numpy(o) for o in _flat(_call(layer, inputs, call_kwargs))]
+    if expected_output_shape is not None:
+        expected = (
+            expected_output_shape
+            if isinstance(expected_output_shape, list)
+            else [expected_output_shape]
+        )
+        for out, shape in zip(eager, expected):
+            assert out.shape == tuple(shape), f"output shape {out.shape}, expected {tuple(shape)}"
+    for out in eager:
+        if out.dtype.kind == "f":
+            assert np.all(np.isfinite(out)), "eager output is not finite"
+
+    # 4. Symbolic call in a functional model, sharing the eager layer's weights.
+    symbolic_inputs = {
+        name: keras.Input(shape=array.shape[1:], dtype=str(array.dtype), name=name)
+        for name, array in inputs.items()
+    }
+    symbolic = _flat(_call(layer, symbolic_inputs, call_kwargs))
+    assert len(symbolic) == len(eager), "symbolic and eager calls return different structures"
+    for sym, out in zip(symbolic, eager):
+        assert _same_shape(tuple(sym.shape), out.shape), f"symbolic {sym.shape} vs eager {out.shape}"
+    model = keras.Model(symbolic_inputs, symbolic if len(symbolic) > 1 else symbolic[0])
+    functional = [_numpy(o) for o in _flat(model(inputs))]
+    for got, want in zip(functional, eager):
+        np.testing.assert_allclose(got, want, atol=atol, err_msg="functional != eager")
+
+    # 5. `.keras` round trip, loaded in a fresh process.
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "model.keras")
+        model.save(path)
+        reloaded = load_in_fresh_process(path, inputs)
+    for got, want in zip(reloaded, eager):
+        np.testing.assert_allclose(got, want, atol=atol, err_msg="reloaded .keras != original")
+
+    # 6. mixed_bfloat16.
+    if run_mixed_precision:
+        _check_mixed_bfloat16(layer_cls, init_kwargs, layer, inputs, call_kwargs, eager)
+
+    # 7. (last: it changes the weights) One fit step.
+    if run_training:
+        _check_fit_step(symbolic_inputs, symbolic[0], inputs, allow_untrained_weights)
+    return layer, eager
+
+
+def _check_fit_step(symbolic_inputs, output, inputs, allow_untrained_weights):
+    model = keras.Model(symbolic_inputs, output)
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
+    before = {w.path: np.array(w.numpy()) for w in model.trainable_weights}
+    batch = next(iter(inputs.values())).shape[0]
+    target = np.random.default_rng(0).normal(size=(batch,) + tuple(output.shape[1:]))
+    history = model.fit(inputs, target.astype("float32"), batch_size=batch, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0]), "the fit step gave a non-finite loss"
+    unchanged = [
+        w.path
+        for w in model.trainable_weights
+        if np.array_equal(before[w.path], w.numpy())
+        and not any(allowed in w.path for allowed in allow_untrained_weights)
+    ]
+    assert not unchanged, f"one fit step left these weights unchanged: {unchanged}"
+
+
+def _check_mixed_bfloat16(layer_cls, init_kwargs, layer, inputs, call_kwargs, eager):
+    mixed = layer_cls(**{**init_kwargs, "dtype": "mixed_bfloat16"})
+    outputs = _flat(_call(mixed, inputs, call_kwargs))  # builds it
+    mixed.set_weights(layer.get_weights())
+    outputs = _flat(_call(mixed, inputs, call_kwargs))
+    for weight in mixed.weights:
+        if _is_float(weight):
+            assert _dtype(weight) == "float32", f"{weight.path} is {weight.dtype}, not float32"
+    for got, want in zip(outputs, eager):
+        if _is_float(got):
+            assert _dtype(got) == "bfloat16", f"mixed_bfloat16 output is {got.dtype}"
+            error = _relative_error(_numpy(got), want)
+            assert error < 5e-2, f"mixed_bfloat16 output is {error:.3f} (relative) from float32"
+
+
+def assert_unchanged_where(before, after, keep, atol=1e-5, message=""):
+    """Assert that outputs at positions where `keep` (B, T) is True did not move."""
+    before, after = _numpy(before), _numpy(after)
+    keep = np.asarray(keep, bool)
+    np.testing.assert_allclose(after[keep], before[keep], atol=atol, err_msg=message)
+    return np.abs(after - before).max()
+
+
+def check_padding_leak(layer_fn, x, padding_mask, seed=0, atol=1e-5):
+    """Changing padded positions of `x` must not change the outputs at real positions.
+
+    Args:
+        layer_fn: ``f(x, padding_mask) -> (B, T, ...)`` outputs.
+        x: ``(B, T, D)`` float inputs.
+        padding_mask: ``(B, T)`` boolean, True for real positions.
+    """
+    padding_mask = np.asarray(padding_mask, bool)
+    noise = np.random.default_rng(seed).normal(size=x.shape).astype(x.dtype) * 10
+    perturbed = np.where(padding_mask[..., None], x, x + noise)
+    before = layer_fn(x, padding_mask)
+    after = layer_fn(perturbed, padding_mask)
+    assert_unchanged_where(before, after, padding_mask, atol, "padded positions leaked")
+
+
+def check_causal_leak(layer_fn, x, seed=0, atol=1e-5):
+    """Changing future positions of `x` must never change the outputs at earlier ones.
+
+    Args:
+        layer_fn: ``f(x) -> (B, T, ...)`` outputs of a causal layer.
+        x: ``(B, T, D)`` float inputs.
+    """
+    batch, length = x.shape[:2]
+    rng = np.random.default_rng(seed)
+    base = layer_fn(x)
+    for t in range(1, length):
+        perturbed = x.copy()
+        perturbed[:, t:] += rng.normal(size=perturbed[:, t:].shape).astype(x.dtype) * 10
+        keep = np.zeros((batch, length), bool)
+        keep[:, :t] = True
+        assert_unchanged_where(base, layer_fn(perturbed), keep, atol, f"future leaked into t<{t}")

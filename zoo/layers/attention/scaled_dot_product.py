@@ -1,0 +1,115 @@
+"""The one attention core that every zoo attention layer calls."""
+
+import math
+
+import keras
+from keras import ops
+
+from zoo.layers.masking import mask_value
+
+SCORE_FUNCTIONS = ("scaled_dot", "dot", "cosine", "additive")
+
+
+def attention_scores(q, k, score="scaled_dot", scale=None, additive_weight=None):
+    """Unnormalised attention scores between every query and every key.
+
+    Args:
+        q: queries, ``(B, T, N, H)``.
+        k: keys, ``(B, S, N, H)``.
+        score: one of ``"scaled_dot"`` (Vaswani et al. 2017; the default), ``"dot"``
+            (Luong et al. 2015), ``"cosine"`` (cosine similarity, as in QK-norm; Henry et al.
+            2020) or ``"additive"`` (Bahdanau et al. 2015: ``w . tanh(q + k)``).
+        scale: multiplies the scores. Defaults to ``1/sqrt(H)`` for ``scaled_dot`` and to 1
+            otherwise.
+        additive_weight: ``(N, H)`` or ``(H,)``, the vector ``w`` of the additive score.
+
+    Returns:
+        Scores of shape ``(B, N, T, S)``.
+    """
+    if score not in SCORE_FUNCTIONS:
+        raise ValueError(f"Unknown score function {score!r}; expected one of {SCORE_FUNCTIONS}.")
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1]) if score == "scaled_dot" else 1.0
+    if score == "cosine":
+        q = q * ops.rsqrt(ops.sum(ops.square(q), axis=-1, keepdims=True) + 1e-6)
+        k = k * ops.rsqrt(ops.sum(ops.square(k), axis=-1, keepdims=True) + 1e-6)
+    if score == "additive":
+        if additive_weight is None:
+            raise ValueError("score='additive' needs `additive_weight`, the (N, H) vector w.")
+        q = ops.expand_dims(ops.transpose(q, (0, 2, 1, 3)), 3)  # (B, N, T, 1, H)
+        k = ops.expand_dims(ops.transpose(k, (0, 2, 1, 3)), 2)  # (B, N, 1, S, H)
+        w = ops.reshape(ops.cast(additive_weight, q.dtype), (-1, 1, 1, q.shape[-1]))  # (N|1,1,1,H)
+        scores = ops.sum(ops.tanh(q + k) * w, axis=-1)  # (B, N, T, S)
+    else:
+        scores = ops.einsum("btnh,bsnh->bnts", q, k)
+    if isinstance(scale, (int, float)) and scale == 1.0:
+        return scores
+    return scores * ops.cast(scale, scores.dtype)
+
+
+def scaled_dot_product_attention(
+    q,
+    k,
+    v,
+    mask=None,
+    dropout=0.0,
+    return_weights=False,
+    score="scaled_dot",
+    scale=None,
+    bias=None,
+    additive_weight=None,
+    training=None,
+    seed=None,
+):
+    """Attention of queries over keys and values: ``softmax(score(q, k) + bias) v``.
+
+    Args:
+        q: queries, ``(B, T, N, H)``; a rank-3 ``(B, T, H)`` input is treated as one head.
+        k: keys, ``(B, S, N, H)`` (or ``(B, S, H)``).
+        v: values, ``(B, S, N, Hv)`` (or ``(B, S, Hv)``).
+        mask: boolean, True where a query may attend a key; ``(B, T, S)`` or anything
+            broadcastable to ``(B, N, T, S)``. See ``zoo.layers.masking``.
+        dropout: dropout rate on the attention weights (only when ``training``).
+        return_weights: also return the attention weights.
+        score: the score function; see :func:`attention_scores`.
+        scale: the score scale; see :func:`attention_scores`.
+        bias: added to the scores before masking, broadcastable to ``(B, N, T, S)``
+            (ALiBi, relative positions).
+        additive_weight: the ``w`` vector of the additive score.
+        training: whether dropout is active.
+        seed: a ``keras.random.SeedGenerator`` (or int) for the dropout.
+
+    Returns:
+        The attended values ``(B, T, N, Hv)`` (``(B, T, Hv)`` for rank-3 inputs) and, with
+        ``return_weights``, the weights ``(B, N, T, S)``.
+
+    Example:
+        >>> q = keras.random.normal((2, 5, 4, 8))
+        >>> out = scaled_dot_product_attention(q, q, q)
+        >>> tuple(out.shape)
+        (2, 5, 4, 8)
+
+    References:
+        Vaswani et al. 2017, "Attention Is All You Need", eq. (1).
+    """
+    single_head = len(q.shape) == 3
+    if single_head:
+        q, k, v = (ops.expand_dims(x, 2) for x in (q, k, v))
+    scores = attention_scores(q, k, score, scale, additive_weight)  # (B, N, T, S)
+    # The softmax runs in float32 so that bfloat16/float16 training stays stable.
+    scores = ops.cast(scores, "float32")
+    if bias is not None:
+        scores = scores + ops.cast(bias, "float32")
+    if mask is not None:
+        mask = ops.cast(mask, "bool")
+        if len(mask.shape) == 3:
+            mask = ops.expand_dims(mask, 1)  # (B, 1, T, S)
+        scores = ops.where(mask, scores, mask_value("float32"))
+    weights = ops.cast(ops.softmax(scores, axis=-1), v.dtype)
+    attended = weights
+    if dropout and training:
+        attended = keras.random.dropout(weights, dropout, seed=seed)
+    out = ops.einsum("bnts,bsnh->btnh", attended, v)  # (B, T, N, Hv)
+    if single_head:
+        out = ops.squeeze(out, 2)
+    return (out, weights) if return_weights else out
