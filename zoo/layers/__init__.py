@@ -9,3 +9,5 @@ from zoo.layers.attention import (
     register_attention,
     scaled_dot_product_attention,
 )
+from zoo.layers.blocks import *  # noqa: F401,F403  (each package lists its public names in __all__)
+from zoo.layers.position import *  # noqa: F401,F403

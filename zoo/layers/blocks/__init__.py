@@ -1,0 +1,1 @@
+"""Transformer building blocks: feed-forward, encoder block, decoder block."""

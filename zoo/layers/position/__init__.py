@@ -1,0 +1,1 @@
+"""Positional encodings, and the attention variants that carry positions (rotary, ALiBi, relative)."""
