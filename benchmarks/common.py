@@ -1,0 +1,87 @@
+"""Shared benchmark plumbing: machine description, alternating timing, RESULTS.md rows."""
+
+import datetime
+import os
+import platform
+import statistics
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
+
+
+def machine_description():
+    """Cores, CPU model, TensorFlow and Keras versions: the context of every figure."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return (
+        f"{os.cpu_count()} cores ({cpu}), TensorFlow {tf.__version__}, Keras {keras.__version__}, "
+        f"backend {keras.backend.backend()}"
+    )
+
+
+def measure_matmul_peak(size=2048, repeats=5):
+    """The machine's measured fp32 matmul throughput (FLOP/s), XLA-compiled, median of repeats."""
+    a = tf.random.normal((size, size))
+    b = tf.random.normal((size, size))
+    matmul = tf.function(lambda x, y: tf.matmul(x, y), jit_compile=True)
+    matmul(a, b).numpy()  # compile
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        matmul(a, b).numpy()
+        times.append(time.perf_counter() - start)
+    return 2 * size**3 / statistics.median(times)
+
+
+def time_alternating(candidates, steps, rounds, warmup=2):
+    """Time each candidate's step function, alternating between them round by round.
+
+    Args:
+        candidates: dict name -> zero-argument callable that runs one step and blocks.
+        steps: steps per candidate per round.
+        rounds: how many alternating rounds.
+        warmup: untimed steps per candidate first (compilation, caches).
+
+    Returns:
+        dict name -> median seconds per step over the rounds.
+    """
+    for step in candidates.values():
+        for _ in range(warmup):
+            step()
+    per_round = {name: [] for name in candidates}
+    for _ in range(rounds):
+        for name, step in candidates.items():
+            start = time.perf_counter()
+            for _ in range(steps):
+                step()
+            per_round[name].append((time.perf_counter() - start) / steps)
+    return {name: statistics.median(times) for name, times in per_round.items()}
+
+
+def append_results(title, command, table_lines, notes=()):
+    """Append a dated, machine-stamped table to benchmarks/RESULTS.md."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    block = [f"## {title}", "", f"- command: `{command}`", f"- when: {stamp}",
+             f"- machine: {machine_description()}"]
+    block += [f"- {note}" for note in notes]
+    block += [""] + list(table_lines) + ["", ""]
+    with open(RESULTS, "a") as f:
+        f.write("\n".join(block))
+
+
+def markdown_table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return lines
+
+
+def random_tokens(rng, batch, length, vocab):
+    return rng.integers(1, vocab, size=(batch, length)).astype(np.int32)
