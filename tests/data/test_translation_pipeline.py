@@ -1,0 +1,154 @@
+import collections
+import types
+
+import numpy as np
+import pytest
+import sentencepiece as spm
+import tensorflow as tf
+
+from zoo.data import BOS_ID, EOS_ID, PAD_ID, bucket_spec, load_multi30k, make_translation_dataset
+
+N_PAIRS = 600
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    return load_multi30k("val")[:N_PAIRS]
+
+
+@pytest.fixture(scope="module")
+def reference_ids(pairs, sp_model_path):
+    """The ids of each pair from the Python sentencepiece package, independent of tf-text."""
+    processor = spm.SentencePieceProcessor(model_file=sp_model_path)
+    return [(processor.encode(src), processor.encode(tgt)) for src, tgt in pairs]
+
+
+def _batches(ds):
+    return [
+        (features["source"].numpy(), features["target_in"].numpy(), labels.numpy())
+        for features, labels in ds
+    ]
+
+
+def _unpad(row):
+    """A padded row without its trailing pads (no real token is PAD_ID)."""
+    nonzero = np.flatnonzero(row != PAD_ID)
+    return row[: nonzero[-1] + 1].tolist() if nonzero.size else []
+
+
+def test_structure_and_dtypes(pairs, tokenizer):
+    ds = make_translation_dataset(pairs, tokenizer, batch_tokens=512, max_length=64)
+    features_spec, labels_spec = ds.element_spec
+    assert sorted(features_spec) == ["source", "target_in"]
+    for spec in (features_spec["source"], features_spec["target_in"], labels_spec):
+        assert spec.dtype == tf.int32 and spec.shape.as_list() == [None, None]
+    for source, target_in, labels in _batches(ds):
+        assert source.ndim == 2 and target_in.shape == labels.shape
+        assert source.shape[0] == target_in.shape[0]
+
+
+def test_teacher_forcing_shift_and_padding(pairs, tokenizer):
+    ds = make_translation_dataset(pairs, tokenizer, batch_tokens=512, max_length=64, shuffle=False)
+    for source, target_in, labels in _batches(ds):
+        for src_row, in_row, out_row in zip(source, target_in, labels):
+            n = len(_unpad(out_row))  # target length + 1 (the EOS)
+            assert in_row[0] == BOS_ID
+            np.testing.assert_array_equal(in_row[1:n], out_row[: n - 1])  # shifted right by one
+            assert out_row[n - 1] == EOS_ID
+            assert EOS_ID not in in_row[:n] and BOS_ID not in out_row[:n]
+            assert (in_row[n:] == PAD_ID).all() and (out_row[n:] == PAD_ID).all()
+            k = len(_unpad(src_row))
+            assert (src_row[k:] == PAD_ID).all() and PAD_ID not in src_row[:k]
+        # Each batch is padded to its own longest example, not beyond.
+        assert (source[:, -1] != PAD_ID).any() and (labels[:, -1] != PAD_ID).any()
+
+
+@pytest.mark.parametrize("max_length", [12, 64])
+def test_every_example_appears_exactly_once(pairs, reference_ids, tokenizer, max_length):
+    ds = make_translation_dataset(
+        pairs, tokenizer, batch_tokens=256, max_length=max_length, shuffle=True, seed=1
+    )
+    seen = collections.Counter()
+    for source, _, labels in _batches(ds):
+        for src_row, out_row in zip(source, labels):
+            seen[tuple(_unpad(src_row)), tuple(_unpad(out_row)[:-1])] += 1
+    expected = collections.Counter(
+        (tuple(src[:max_length]), tuple(tgt[: max_length - 1])) for src, tgt in reference_ids
+    )
+    assert sum(seen.values()) == N_PAIRS
+    assert seen == expected
+    if max_length == 12:  # truncation did happen, on both sides
+        assert any(len(src) > 12 for src, _ in reference_ids)
+        assert any(len(tgt) > 11 for _, tgt in reference_ids)
+
+
+@pytest.mark.parametrize(
+    "batch_tokens, max_length, bucket_width, pad_to_bucket",
+    [(256, 48, 8, False), (300, 40, 5, True), (64, 64, 16, False)],
+)
+def test_no_batch_exceeds_the_token_budget(
+    pairs, tokenizer, batch_tokens, max_length, bucket_width, pad_to_bucket
+):
+    ds = make_translation_dataset(
+        pairs,
+        tokenizer,
+        batch_tokens=batch_tokens,
+        max_length=max_length,
+        bucket_width=bucket_width,
+        pad_to_bucket=pad_to_bucket,
+        seed=0,
+    )
+    batches = _batches(ds)
+    upper, _ = bucket_spec(batch_tokens, max_length, bucket_width)
+    fills = []
+    for source, target_in, labels in batches:
+        assert source.shape[0] * source.shape[1] <= batch_tokens
+        assert labels.shape[0] * labels.shape[1] <= batch_tokens
+        assert source.shape[1] <= max_length and labels.shape[1] <= max_length
+        if pad_to_bucket:
+            assert source.shape[1] == labels.shape[1] and labels.shape[1] in upper
+        fills.append(max(source.size, labels.size) / batch_tokens)
+    assert sum(source.shape[0] for source, _, _ in batches) == N_PAIRS
+    # The budget is used: batches are not needlessly small (only each bucket's last is partial).
+    assert np.median(fills) > 0.5
+
+
+def test_bucket_spec():
+    assert bucket_spec(64, 20, 8) == ([8, 16, 20], [8, 4, 3])
+    assert bucket_spec(4096, 128) == (list(range(8, 129, 8)), [4096 // u for u in range(8, 129, 8)])
+    with pytest.raises(ValueError, match=r"batch_tokens \(16\) must be at least max_length \(32\)"):
+        bucket_spec(16, 32)
+    with pytest.raises(ValueError, match="bucket_width must be a positive int"):
+        bucket_spec(64, 32, 0)
+
+
+def test_shuffle_is_seeded_and_reshuffles_each_epoch(pairs, tokenizer):
+    def first_sources(ds):
+        return [tuple(_unpad(row)) for source, _, _ in _batches(ds) for row in source]
+
+    a = make_translation_dataset(pairs, tokenizer, batch_tokens=256, max_length=32, seed=7)
+    b = make_translation_dataset(pairs, tokenizer, batch_tokens=256, max_length=32, seed=7)
+    epoch_1, epoch_2 = first_sources(a), first_sources(a)
+    assert epoch_1 == first_sources(b)
+    assert epoch_1 != epoch_2 and sorted(epoch_1) == sorted(epoch_2)
+    fixed = make_translation_dataset(
+        pairs, tokenizer, batch_tokens=256, max_length=32, shuffle=False
+    )
+    assert first_sources(fixed) == first_sources(fixed)
+    assert first_sources(fixed) != epoch_1
+
+
+def test_bad_inputs_name_the_problem(pairs, tokenizer):
+    with pytest.raises(ValueError, match="pairs is empty"):
+        make_translation_dataset([], tokenizer)
+    with pytest.raises(ValueError, match=r"pairs\[1\] is not a \(source, target\) pair"):
+        make_translation_dataset([("a", "b"), ("only one",)], tokenizer)
+    with pytest.raises(ValueError, match=r"batch_tokens \(32\) must be at least max_length \(64\)"):
+        make_translation_dataset(pairs, tokenizer, batch_tokens=32, max_length=64)
+    tokenize = tokenizer.tokenize
+    no_pad = types.SimpleNamespace(tokenize=tokenize, pad_id=-1, bos_id=BOS_ID, eos_id=EOS_ID)
+    with pytest.raises(ValueError, match="pad id is -1"):
+        make_translation_dataset(pairs, no_pad)
+    no_bos = types.SimpleNamespace(tokenize=tokenize, pad_id=PAD_ID, bos_id=-1, eos_id=EOS_ID)
+    with pytest.raises(ValueError, match="needs BOS and EOS ids"):
+        make_translation_dataset(pairs, no_bos)

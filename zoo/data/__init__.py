@@ -1,0 +1,45 @@
+"""zoo.data: corpus readers, the SentencePiece vocabulary and tokenizer, tf.data pipelines.
+
+The Multi30k task 1 corpus (English–German) ships inside this package, in ``zoo/data/multi30k/``.
+"""
+
+from zoo.data.multi30k import (
+    MULTI30K_LANGUAGES,
+    MULTI30K_SPLITS,
+    load_multi30k,
+    read_lines,
+    read_parallel,
+)
+from zoo.data.sentencepiece_vocab import (
+    BOS_ID,
+    BOS_PIECE,
+    EOS_ID,
+    EOS_PIECE,
+    PAD_ID,
+    PAD_PIECE,
+    UNK_ID,
+    UNK_PIECE,
+    SentencePieceTokenizer,
+    train_sentencepiece,
+)
+from zoo.data.translation_pipeline import bucket_spec, make_translation_dataset
+
+__all__ = [
+    "BOS_ID",
+    "BOS_PIECE",
+    "EOS_ID",
+    "EOS_PIECE",
+    "MULTI30K_LANGUAGES",
+    "MULTI30K_SPLITS",
+    "PAD_ID",
+    "PAD_PIECE",
+    "SentencePieceTokenizer",
+    "UNK_ID",
+    "UNK_PIECE",
+    "bucket_spec",
+    "load_multi30k",
+    "make_translation_dataset",
+    "read_lines",
+    "read_parallel",
+    "train_sentencepiece",
+]

@@ -1,0 +1,171 @@
+"""Parallel-corpus readers and the bundled Multi30k task 1 (English–German) corpus.
+
+Multi30k ships inside the package, in ``zoo/data/multi30k/`` (gzipped, with its provenance and
+citation in the README there), so :func:`load_multi30k` reads only the installed copy and works
+offline. :func:`read_parallel` is the generic reader underneath; it takes any pair of aligned
+files, plain or gzipped.
+"""
+
+import contextlib
+import gzip
+import importlib.resources
+import os
+import zlib
+
+__all__ = ["MULTI30K_LANGUAGES", "MULTI30K_SPLITS", "load_multi30k", "read_lines", "read_parallel"]
+
+# Split name -> the stem of its files, ``{stem}.{lang}.gz``.
+MULTI30K_SPLITS = {"train": "train", "val": "val", "test2016": "test_2016_flickr"}
+MULTI30K_LANGUAGES = ("en", "de")
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def read_lines(path, errors="strict"):
+    """Read a UTF-8 text file, plain or gzipped, as a list of lines.
+
+    Gzip is recognised by its magic bytes, not by the file name. Lines are split on ``"\\n"``
+    only, so a Unicode line separator (U+2028, U+0085) or a stray ``"\\r"`` inside a sentence
+    cannot break the line alignment of a parallel corpus. A ``"\\r\\n"`` line ending and a UTF-8
+    byte-order mark at the start of the file are removed. No other whitespace is touched. A final
+    newline does not make an extra empty line; empty lines elsewhere are kept.
+
+    Args:
+        path: path of the file (``str`` or ``os.PathLike``).
+        errors: ``"strict"`` (default) raises on invalid UTF-8; ``"replace"`` substitutes
+            U+FFFD for each invalid byte sequence and reads on.
+
+    Returns:
+        A list of ``str``, one per line, without line terminators.
+
+    Raises:
+        ValueError: the file has invalid UTF-8 (the message names the file, the line and the
+            column), or is a corrupt gzip file.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
+        >>> _ = path.write_bytes(b"one\\r\\ntwo\\n")
+        >>> read_lines(path)
+        ['one', 'two']
+    """
+    if errors not in ("strict", "replace"):
+        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}.")
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    if data.startswith(_GZIP_MAGIC):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as e:
+            raise ValueError(f"{path}: not a readable gzip file ({e}).") from e
+    if data.startswith(_UTF8_BOM):
+        data = data[len(_UTF8_BOM) :]
+    if not data:
+        return []
+    raw_lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        raw_lines.pop()
+    lines = []
+    for number, raw in enumerate(raw_lines, start=1):
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        try:
+            lines.append(raw.decode("utf-8", errors=errors))
+        except UnicodeDecodeError as e:
+            raise ValueError(
+                f"{path}, line {number}: invalid UTF-8 (byte 0x{raw[e.start]:02x} at byte column "
+                f"{e.start + 1}: {e.reason}). Fix the file, or pass errors='replace' to substitute "
+                "U+FFFD."
+            ) from e
+    return lines
+
+
+def read_parallel(source_path, target_path, errors="strict"):
+    """Read two line-aligned files (plain or gzipped UTF-8) as ``(source, target)`` pairs.
+
+    Each file is read with :func:`read_lines`; line ``i`` of one file is the translation of line
+    ``i`` of the other.
+
+    Args:
+        source_path: path of the source-language file.
+        target_path: path of the target-language file.
+        errors: ``"strict"`` (default) raises on invalid UTF-8, naming the file and the line;
+            ``"replace"`` substitutes U+FFFD.
+
+    Returns:
+        A list of ``(source, target)`` string tuples, in file order.
+
+    Raises:
+        ValueError: the files have different numbers of lines (the message names both files and
+            both counts), or one has invalid UTF-8 under ``errors="strict"``.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (d / "x.en").write_text("A dog.\\nA cat.\\n", encoding="utf-8")
+        >>> _ = (d / "x.de").write_text("Ein Hund.\\nEine Katze.\\n", encoding="utf-8")
+        >>> read_parallel(d / "x.en", d / "x.de")
+        [('A dog.', 'Ein Hund.'), ('A cat.', 'Eine Katze.')]
+    """
+    sources = read_lines(source_path, errors=errors)
+    targets = read_lines(target_path, errors=errors)
+    if len(sources) != len(targets):
+        raise ValueError(
+            "Parallel files are not aligned: "
+            f"{os.fspath(source_path)} has {len(sources)} lines but "
+            f"{os.fspath(target_path)} has {len(targets)} lines."
+        )
+    return list(zip(sources, targets))
+
+
+def load_multi30k(split, source="en", target="de"):
+    """Load a split of the bundled Multi30k task 1 corpus as translation pairs.
+
+    The data is read from the copy inside the installed ``zoo`` package, never from the network.
+    Sentences are untokenised and cased, exactly as released.
+
+    Args:
+        split: ``"train"`` (29,000 pairs), ``"val"`` (1,014) or ``"test2016"`` (1,000, the
+            2016 Flickr test set).
+        source: language of the first element of each pair, ``"en"`` or ``"de"``.
+        target: language of the second element, ``"de"`` or ``"en"``.
+
+    Returns:
+        A list of ``(source_sentence, target_sentence)`` string tuples, in corpus order.
+
+    Raises:
+        ValueError: unknown split or language, or the bundled files are not aligned.
+        FileNotFoundError: the data files are missing from the installation.
+
+    Example:
+        >>> pairs = load_multi30k("val")
+        >>> len(pairs)
+        1014
+        >>> pairs[0][0][:22]
+        'A group of men are loa'
+    """
+    if split not in MULTI30K_SPLITS:
+        raise ValueError(
+            f"Unknown Multi30k split {split!r}; expected one of {sorted(MULTI30K_SPLITS)}."
+        )
+    for field, lang in (("source", source), ("target", target)):
+        if lang not in MULTI30K_LANGUAGES:
+            raise ValueError(f"Unknown Multi30k {field} language {lang!r}; expected 'en' or 'de'.")
+    if source == target:
+        raise ValueError(f"source and target are both {source!r}; Multi30k pairs 'en' with 'de'.")
+    folder = importlib.resources.files("zoo.data") / "multi30k"
+    stem = MULTI30K_SPLITS[split]
+    resources = [folder / f"{stem}.{lang}.gz" for lang in (source, target)]
+    for resource in resources:
+        if not resource.is_file():
+            raise FileNotFoundError(
+                f"The bundled Multi30k file {resource} is missing; the zoo package was installed "
+                "without its data files (see [tool.setuptools.package-data] in pyproject.toml)."
+            )
+    with contextlib.ExitStack() as stack:
+        source_path, target_path = (
+            stack.enter_context(importlib.resources.as_file(r)) for r in resources
+        )
+        return read_parallel(source_path, target_path)

@@ -1,0 +1,234 @@
+"""A joint SentencePiece vocabulary: training, and an in-graph tokenizer built on tf-text.
+
+:func:`train_sentencepiece` learns the vocabulary with the ``sentencepiece`` package and writes
+``{model_prefix}.model``. :class:`SentencePieceTokenizer` loads that same file into
+``tensorflow_text.SentencepieceTokenizer``, so tokenization runs inside ``tf.data`` pipelines,
+``tf.function`` and SavedModels, and gives exactly the ids that the Python ``sentencepiece``
+package gives.
+
+The special ids are fixed for every vocabulary trained here: :data:`PAD_ID` ``= 0`` (so that
+Keras ``mask_zero=True`` and the padding of :func:`zoo.data.make_translation_dataset` agree),
+:data:`UNK_ID` ``= 1``, :data:`BOS_ID` ``= 2`` and :data:`EOS_ID` ``= 3``.
+
+References:
+    Kudo and Richardson (2018), "SentencePiece: A simple and language independent subword
+    tokenizer and detokenizer for Neural Text Processing", EMNLP (demo). arXiv:1808.06226.
+    Kudo (2018), "Subword Regularization: Improving Neural Network Translation Models with
+    Multiple Subword Candidates", ACL. arXiv:1804.10959 (the unigram model).
+"""
+
+import os
+
+import sentencepiece as spm
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+__all__ = [
+    "BOS_ID",
+    "BOS_PIECE",
+    "EOS_ID",
+    "EOS_PIECE",
+    "PAD_ID",
+    "PAD_PIECE",
+    "SentencePieceTokenizer",
+    "UNK_ID",
+    "UNK_PIECE",
+    "train_sentencepiece",
+]
+
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+PAD_PIECE, UNK_PIECE, BOS_PIECE, EOS_PIECE = "<pad>", "<unk>", "<s>", "</s>"
+
+_RESERVED_OPTIONS = (
+    "pad_id", "unk_id", "bos_id", "eos_id", "pad_piece", "unk_piece", "bos_piece", "eos_piece",
+    "input", "sentence_iterator", "model_writer",
+)  # fmt: skip
+
+
+def train_sentencepiece(
+    texts,
+    model_prefix,
+    vocab_size=8000,
+    model_type="unigram",
+    character_coverage=1.0,
+    byte_fallback=True,
+    num_threads=1,
+    seed=0,
+    **trainer_options,
+):
+    """Learn a SentencePiece vocabulary from raw sentences and write ``{model_prefix}.model``.
+
+    For a joint source-target vocabulary, pass the sentences of both languages together. The
+    special ids are always :data:`PAD_ID` (0), :data:`UNK_ID` (1), :data:`BOS_ID` (2) and
+    :data:`EOS_ID` (3). Training is deterministic: the same texts, in the same order, with the same
+    arguments give the same model (the random generator of ``sentencepiece`` is seeded with
+    ``seed``, and the whole input is used, without sampling).
+
+    With ``byte_fallback=True`` (the default) the vocabulary holds the 256 byte pieces
+    ``<0x00>``..``<0xFF>`` (ids 4 to 259), and a character that is not in the vocabulary (an emoji,
+    a script absent from the training text) is encoded as its UTF-8 bytes instead of ``<unk>``,
+    so that detokenization gives it back. ``vocab_size`` must then leave room for them.
+
+    Args:
+        texts: an iterable of ``str``, one sentence each.
+        model_prefix: where to write; the files are ``{model_prefix}.model`` and
+            ``{model_prefix}.vocab``. Missing parent folders are created.
+        vocab_size: the number of pieces, special and byte pieces included.
+        model_type: ``"unigram"`` (default), ``"bpe"``, ``"char"`` or ``"word"``.
+        character_coverage: the share of characters the vocabulary must cover; 1.0 keeps every
+            character of the training text (right for small alphabets such as English and
+            German; about 0.9995 suits Chinese or Japanese).
+        byte_fallback: encode out-of-vocabulary characters as UTF-8 byte pieces.
+        num_threads: trainer threads.
+        seed: seed of the ``sentencepiece`` random generator (a process-wide setting).
+        **trainer_options: further ``sentencepiece`` trainer options, e.g.
+            ``user_defined_symbols=["<sep>"]`` or ``normalization_rule_name="nfkc"``. The special
+            ids and pieces and the input options are fixed here and cannot be overridden.
+
+    Returns:
+        The path of the written ``.model`` file, as a ``str``.
+
+    Raises:
+        ValueError: no texts, a text that is not a ``str`` (named by its index), a reserved option,
+            or a training failure such as a ``vocab_size`` too large or too small for the texts
+            (the message carries the ``sentencepiece`` reason).
+
+    Example:
+        >>> import tempfile, os
+        >>> from zoo.data import load_multi30k
+        >>> pairs = load_multi30k("val")
+        >>> texts = [s for pair in pairs for s in pair]
+        >>> prefix = os.path.join(tempfile.mkdtemp(), "sp")
+        >>> path = train_sentencepiece(texts, prefix, vocab_size=500)
+        >>> path.endswith("sp.model")
+        True
+    """
+    clashes = sorted(set(trainer_options) & set(_RESERVED_OPTIONS))
+    if clashes:
+        raise ValueError(f"train_sentencepiece fixes these trainer options itself: {clashes}.")
+    sentences = []
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(f"texts[{index}] is a {type(text).__name__}, not a str: {text!r:.80}")
+        sentences.append(text)
+    if not sentences:
+        raise ValueError("texts is empty; SentencePiece needs sentences to learn a vocabulary.")
+    model_prefix = os.fspath(model_prefix)
+    parent = os.path.dirname(model_prefix)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    options = {
+        "model_prefix": model_prefix,
+        "vocab_size": vocab_size,
+        "model_type": model_type,
+        "character_coverage": character_coverage,
+        "byte_fallback": byte_fallback,
+        "num_threads": num_threads,
+        "pad_id": PAD_ID,
+        "unk_id": UNK_ID,
+        "bos_id": BOS_ID,
+        "eos_id": EOS_ID,
+        "pad_piece": PAD_PIECE,
+        "unk_piece": UNK_PIECE,
+        "bos_piece": BOS_PIECE,
+        "eos_piece": EOS_PIECE,
+        "input_sentence_size": 0,  # use every sentence: no sampling, nothing random
+        "minloglevel": 2,  # warnings and errors only
+    }
+    options.update(trainer_options)
+    spm.set_random_generator_seed(seed)
+    try:
+        spm.SentencePieceTrainer.train(sentence_iterator=iter(sentences), **options)
+    except RuntimeError as e:
+        raise ValueError(
+            f"SentencePiece training failed for vocab_size={vocab_size}, model_type={model_type!r} "
+            f"on {len(sentences)} sentences: {e}"
+        ) from e
+    return model_prefix + ".model"
+
+
+class SentencePieceTokenizer(tf.Module):
+    """In-graph SentencePiece tokenizer on ``tensorflow_text.SentencepieceTokenizer``.
+
+    It reads the ``.model`` file written by :func:`train_sentencepiece` (or any SentencePiece
+    model) and gives the same ids as the Python ``sentencepiece`` package. It is a ``tf.Module``,
+    so it can be used inside ``tf.data``, ``tf.function`` and tracked by a SavedModel.
+
+    Args:
+        model: the path of a ``.model`` file, or its serialized bytes.
+        name: the module name.
+
+    Attributes:
+        model_proto: the serialized model, ``bytes``.
+        vocab_size: the number of pieces.
+        pad_id, unk_id, bos_id, eos_id: the special ids of the model (-1 when it has none); for
+            models from :func:`train_sentencepiece` they are :data:`PAD_ID`, :data:`UNK_ID`,
+            :data:`BOS_ID` and :data:`EOS_ID`.
+
+    Example:
+        >>> import tempfile, os
+        >>> from zoo.data import load_multi30k, train_sentencepiece
+        >>> texts = [s for pair in load_multi30k("val") for s in pair]
+        >>> prefix = os.path.join(tempfile.mkdtemp(), "sp")
+        >>> path = train_sentencepiece(texts, prefix, vocab_size=500)
+        >>> tokenizer = SentencePieceTokenizer(path)
+        >>> ids = tokenizer.tokenize(tf.constant(["Ein Hund rennt.", "A dog runs."]))
+        >>> ids.shape.as_list()
+        [2, None]
+        >>> tokenizer.detokenize(ids).numpy().tolist()
+        [b'Ein Hund rennt.', b'A dog runs.']
+    """
+
+    def __init__(self, model, name="sentence_piece_tokenizer"):
+        super().__init__(name=name)
+        if isinstance(model, bytes):
+            proto = model
+        else:
+            with open(os.fspath(model), "rb") as f:
+                proto = f.read()
+        processor = spm.SentencePieceProcessor()
+        try:
+            processor.LoadFromSerializedProto(proto)
+        except RuntimeError as e:
+            where = "the given bytes" if isinstance(model, bytes) else os.fspath(model)
+            raise ValueError(f"{where} is not a SentencePiece model: {e}") from e
+        self.model_proto = proto
+        self.vocab_size = processor.get_piece_size()
+        self.pad_id = processor.pad_id()
+        self.unk_id = processor.unk_id()
+        self.bos_id = processor.bos_id()
+        self.eos_id = processor.eos_id()
+        with self.name_scope:
+            self._tokenizer = tf_text.SentencepieceTokenizer(model=proto, out_type=tf.int32)
+
+    def tokenize(self, strings):
+        """Tokenize UTF-8 strings into ids.
+
+        Args:
+            strings: a ``tf.string`` tensor (or anything convertible to one), usually ``(B,)``.
+
+        Returns:
+            ``int32`` ids: a ``tf.RaggedTensor`` of shape ``(B, None)`` for a ``(B,)`` input, a
+            dense ``(T,)`` tensor for a scalar. No BOS or EOS is added.
+        """
+        return self._tokenizer.tokenize(strings)
+
+    def detokenize(self, ids):
+        """Turn ids back into UTF-8 strings.
+
+        The control pieces (pad, BOS, EOS) decode to nothing, so a dense batch padded with
+        :data:`PAD_ID` decodes like the ragged one. Ids after an EOS are not cut here.
+
+        Args:
+            ids: integer ids, a ``tf.RaggedTensor`` or dense tensor of shape ``(B, T)``.
+
+        Returns:
+            A ``(B,)`` ``tf.string`` tensor.
+        """
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.convert_to_tensor(ids)
+        return self._tokenizer.detokenize(tf.cast(ids, tf.int32))
+
+    def id_to_piece(self, ids):
+        """The pieces (``tf.string``) of integer ids, with the shape of ``ids``."""
+        return self._tokenizer.id_to_string(tf.cast(ids, tf.int32))

@@ -1,0 +1,174 @@
+"""The tf.data pipeline for sequence-to-sequence training with teacher forcing.
+
+:func:`make_translation_dataset` turns ``(source, target)`` sentence pairs into batches of ids:
+tokenized in-graph, truncated, bucketed by length, batched to a token budget and padded with
+:data:`~zoo.data.PAD_ID`. Each element is ``({"source": S, "target_in": T_in}, T_out)`` where
+``T_in = [BOS] + target`` and ``T_out = target + [EOS]``: the decoder reads the target shifted
+right and learns to predict the next token.
+"""
+
+import tensorflow as tf
+
+from zoo.data.sentencepiece_vocab import PAD_ID
+
+__all__ = ["bucket_spec", "make_translation_dataset"]
+
+# Pairs are tokenized this many at a time (one tf-text call per chunk instead of one per pair).
+_TOKENIZE_CHUNK = 1024
+
+
+def bucket_spec(batch_tokens, max_length, bucket_width=8):
+    """The length buckets and their batch sizes for a token budget.
+
+    Bucket ``i`` holds the examples whose length (see :func:`make_translation_dataset`) is at
+    most ``upper[i]``, where ``upper = [w, 2w, 3w, ..., max_length]``; its batches hold
+    ``batch_tokens // upper[i]`` examples, so that a batch padded to at most ``upper[i]``
+    positions never holds more than ``batch_tokens`` positions.
+
+    Args:
+        batch_tokens: the token budget of a batch.
+        max_length: the longest sequence, in tokens.
+        bucket_width: the length step between bucket bounds.
+
+    Returns:
+        ``(upper_bounds, batch_sizes)``: two lists of ints of the same length.
+
+    Example:
+        >>> bucket_spec(batch_tokens=64, max_length=20, bucket_width=8)
+        ([8, 16, 20], [8, 4, 3])
+    """
+    sizes = {"batch_tokens": batch_tokens, "max_length": max_length, "bucket_width": bucket_width}
+    for field, value in sizes.items():
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{field} must be a positive int, got {value!r}.")
+    if batch_tokens < max_length:
+        raise ValueError(
+            f"batch_tokens ({batch_tokens}) must be at least max_length ({max_length}), so that "
+            "one example of the longest length fits in a batch."
+        )
+    upper = list(range(bucket_width, max_length, bucket_width)) + [max_length]
+    return upper, [batch_tokens // u for u in upper]
+
+
+def make_translation_dataset(
+    pairs,
+    tokenizer,
+    batch_tokens=4096,
+    max_length=128,
+    bucket_width=8,
+    shuffle=True,
+    shuffle_buffer=None,
+    seed=None,
+    pad_to_bucket=False,
+    drop_remainder=False,
+):
+    """Build a ``tf.data.Dataset`` of token-budget batches for teacher-forced training.
+
+    The steps: shuffle the pairs; tokenize both sides with ``tokenizer`` (in-graph, tf-text);
+    truncate the source to ``max_length`` ids and the target to ``max_length - 1`` ids (so that
+    ``[BOS] + target`` and ``target + [EOS]`` have at most ``max_length``); group the examples by
+    length into buckets (:func:`bucket_spec`) and batch each bucket to the token budget; pad with
+    :data:`~zoo.data.PAD_ID` (0); prefetch.
+
+    The length of an example is ``max(len(source), len(target) + 1)``. A batch of ``B`` examples
+    padded to ``T`` positions keeps ``B * T <= batch_tokens`` for the source and for the target.
+    One pass over the dataset is one epoch in which every pair appears exactly once (the last,
+    partial batch of each bucket is kept unless ``drop_remainder``). Call ``.repeat()`` for more
+    epochs; with ``shuffle`` each epoch has a new order.
+
+    Args:
+        pairs: a sequence of ``(source, target)`` string pairs, e.g. from
+            :func:`~zoo.data.load_multi30k`.
+        tokenizer: a :class:`~zoo.data.SentencePieceTokenizer` (or any object with
+            ``tokenize`` and ``pad_id``/``bos_id``/``eos_id``); its pad id must be 0.
+        batch_tokens: the token budget of a batch (examples times padded length).
+        max_length: the longest sequence kept, in tokens; longer ones are truncated.
+        bucket_width: the length step between buckets; smaller means less padding and more
+            buckets.
+        shuffle: shuffle the pairs before bucketing, anew each epoch.
+        shuffle_buffer: the shuffle buffer; by default all the pairs (a full shuffle).
+        seed: the shuffle seed, for a reproducible order.
+        pad_to_bucket: pad every batch to its bucket's upper bound instead of its own longest
+            example, so that batches take only a few shapes (fewer retracings under XLA); then
+            the source and the target of a batch have the same length.
+        drop_remainder: drop the last partial batch of each bucket.
+
+    Returns:
+        A ``tf.data.Dataset`` of ``({"source": (B, S), "target_in": (B, T)}, (B, T))``, all
+        ``int32``, where ``target_in[:, 0] == BOS`` and ``target_in[:, 1:]`` equals the labels
+        ``[:, :-1]``.
+
+    Raises:
+        ValueError: empty ``pairs``, a pair that is not two strings (named by its index), a
+            tokenizer without pad id 0 or without BOS/EOS, or a bad size argument.
+
+    Example:
+        >>> import tempfile, os
+        >>> from zoo.data import SentencePieceTokenizer, load_multi30k, train_sentencepiece
+        >>> pairs = load_multi30k("val")
+        >>> texts = [s for pair in pairs for s in pair]
+        >>> tokenizer = SentencePieceTokenizer(
+        ...     train_sentencepiece(texts, os.path.join(tempfile.mkdtemp(), "sp"), vocab_size=500))
+        >>> ds = make_translation_dataset(pairs, tokenizer, batch_tokens=1024, max_length=64)
+        >>> features, labels = next(iter(ds))
+        >>> sorted(features), features["target_in"].shape == labels.shape
+        (['source', 'target_in'], True)
+    """
+    upper, batch_sizes = bucket_spec(batch_tokens, max_length, bucket_width)
+    sources, targets = _split_pairs(pairs)
+    pad_id, bos_id, eos_id = (getattr(tokenizer, f"{n}_id", -1) for n in ("pad", "bos", "eos"))
+    if pad_id != PAD_ID:
+        raise ValueError(f"The tokenizer's pad id is {pad_id}; the pipeline pads with {PAD_ID}.")
+    if bos_id < 0 or eos_id < 0:
+        raise ValueError(
+            f"The tokenizer needs BOS and EOS ids, got bos_id={bos_id}, eos_id={eos_id}."
+        )
+
+    ds = tf.data.Dataset.from_tensor_slices((sources, targets))
+    if shuffle:
+        buffer = len(sources) if shuffle_buffer is None else shuffle_buffer
+        ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+
+    def tokenize(src, tgt):  # (C,) strings -> (C, None) ids
+        return tokenizer.tokenize(src), tokenizer.tokenize(tgt)
+
+    def teacher_forcing(src, tgt):  # (S,), (T,) ids -> features, labels
+        src = src[:max_length]
+        tgt = tgt[: max_length - 1]
+        bos = tf.constant([bos_id], tf.int32)
+        eos = tf.constant([eos_id], tf.int32)
+        return {"source": src, "target_in": tf.concat([bos, tgt], 0)}, tf.concat([tgt, eos], 0)
+
+    def length(features, labels):
+        return tf.maximum(tf.shape(features["source"])[0], tf.shape(labels)[0])
+
+    ds = ds.batch(_TOKENIZE_CHUNK).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+    ds = ds.map(teacher_forcing, num_parallel_calls=tf.data.AUTOTUNE)
+    # Bucket i takes lengths in (upper[i-1], upper[i]]; the extra last bucket (> max_length) stays
+    # empty, since truncation bounds every length by max_length.
+    ds = ds.bucket_by_sequence_length(
+        element_length_func=length,
+        bucket_boundaries=[u + 1 for u in upper],
+        bucket_batch_sizes=batch_sizes + [1],
+        padded_shapes=({"source": [None], "target_in": [None]}, [None]),
+        padding_values=({"source": PAD_ID, "target_in": PAD_ID}, PAD_ID),
+        pad_to_bucket_boundary=pad_to_bucket,
+        drop_remainder=drop_remainder,
+    )
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def _split_pairs(pairs):
+    """Check ``pairs`` and split it into a list of sources and a list of targets."""
+    sources, targets = [], []
+    for index, pair in enumerate(pairs):
+        is_pair = isinstance(pair, (tuple, list)) and len(pair) == 2
+        if not (is_pair and all(isinstance(s, str) for s in pair)):
+            raise ValueError(
+                f"pairs[{index}] is not a (source, target) pair of strings: {pair!r:.80}"
+            )
+        sources.append(pair[0])
+        targets.append(pair[1])
+    if not sources:
+        raise ValueError("pairs is empty; the dataset needs at least one (source, target) pair.")
+    return sources, targets
