@@ -16,10 +16,14 @@ All of them are combined by :func:`combine_masks` into one ``(B, T, S)`` boolean
 
 from keras import ops
 
+# Keras keeps implicit masks on the tensor where it can and, under JAX tracing (where tensors
+# take no attributes), in a side table; only its own getter reads both. It is not public API.
+from keras.src.backend.common.masking import get_keras_mask
+
 
 def implicit_mask(x):
     """The Keras implicit mask that travels with ``x`` (``mask_zero=True``), or None."""
-    return getattr(x, "_keras_mask", None)
+    return None if x is None else get_keras_mask(x)
 
 
 def causal_mask(query_length, key_length, query_offset=0):
