@@ -224,8 +224,15 @@ def test_decoder_is_causal(kwargs):
         {},
         {"normalize_first": True, "activation": "geglu", "attention_kwargs": {"score": "cosine"}},
         {"normalize_first": True, "cross_attention": False},
+        # Position-aware variants in both slots: the cross attention must learn each
+        # step's query position from the cache index.
+        {"attention": "rotary", "cross_attention_variant": "rotary"},
+        {"attention": "alibi", "cross_attention_variant": "alibi"},
+        {"attention": "relative", "cross_attention_variant": "relative",
+         "attention_kwargs": {"max_relative_position": 2},
+         "cross_attention_kwargs": {"max_relative_position": 2}},
     ],
-    ids=["post-ln", "pre-ln-cosine", "decoder-only"],
+    ids=["post-ln", "pre-ln-cosine", "decoder-only", "rotary", "alibi", "relative"],
 )
 def test_cached_decoding_equals_full_causal_pass(kwargs):
     block = TransformerDecoderBlock(N, F, **kwargs)

@@ -196,3 +196,16 @@ def test_cross_attention_cache_equals_recomputing_keys():
 def test_cache_needs_equal_key_and_value_sizes():
     with pytest.raises(ValueError, match="value_dim == key_dim"):
         MultiHeadAttention(num_heads=2, key_dim=4, value_dim=8).init_cache(1, 4)
+
+
+def test_initializers_by_name_and_position_aware_query_position_is_checked():
+    run_layer_test(
+        MultiHeadAttention,
+        {"num_heads": 2, "key_dim": 4, "kernel_initializer": "he_normal", "use_bias": False},
+        _x(B, T, D),
+        expected_output_shape=(B, T, D),
+        run_mixed_precision=False,
+    )
+    layer = MultiHeadAttention(num_heads=2, key_dim=4)
+    with pytest.raises(ValueError, match="query_position"):
+        layer(_x(B, T, D), query_position=3)

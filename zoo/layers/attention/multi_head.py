@@ -48,7 +48,11 @@ class MultiHeadAttention(keras.layers.Layer):
             ``cache_index`` and the queries attend causally over the filled part. Without
             ``cache_index`` it holds precomputed cross-attention keys and values
             (:meth:`compute_cache`), used as they are.
-        cache_index: int or scalar int tensor, the position of the first query.
+        cache_index: int or scalar int tensor, the position of the first query in a
+            self-attention cache.
+        query_position: int or scalar int tensor, the position of the first query when
+            attending over a precomputed cross-attention cache (decoding step by step).
+            Only position-aware variants (rotary, ALiBi, relative) use it; 0 when None.
         return_attention_scores: also return the weights ``(B, N, T, S)``.
         training: whether dropout is active.
 
@@ -244,6 +248,7 @@ class MultiHeadAttention(keras.layers.Layer):
         use_causal_mask=False,
         cache=None,
         cache_index=None,
+        query_position=None,
         return_attention_scores=False,
         training=None,
         query_mask=None,
@@ -265,6 +270,11 @@ class MultiHeadAttention(keras.layers.Layer):
         elif padding_mask is None and self_attention and cache is None:
             padding_mask = query_mask  # self-attention: the keys are the queries
 
+        if query_position is not None and (cache is None or cache_index is not None):
+            raise ValueError(
+                "`query_position` is for attention over a precomputed cross-attention cache "
+                "(`cache` without `cache_index`); with a self-attention cache use `cache_index`."
+            )
         offset = 0
         if cache is not None and cache_index is not None:
             # Incremental self-attention: write the new keys/values into the cache.
@@ -278,7 +288,9 @@ class MultiHeadAttention(keras.layers.Layer):
             use_causal_mask = True  # slots after the current step are empty
         elif cache is not None:
             # Cross attention with keys/values precomputed by compute_cache().
-            q, _ = self._transform_qk(self._project_query(query), None, 0)
+            if query_position is not None:
+                offset = ops.cast(query_position, "int32")
+            q, _ = self._transform_qk(self._project_query(query), None, offset)
             k, v = cache[:, 0], cache[:, 1]
         elif self_attention:
             q, k, v = self._project_self(query)

@@ -240,7 +240,11 @@ class TransformerDecoderBlock(_TransformerBlock):
         # Cross-attention sublayer.
         if self.cross_attention:
             # Keys and values from the cross cache when there is one, else from the encoder.
-            memory = {"value": encoder_output} if cross_cache is None else {"cache": cross_cache}
+            if cross_cache is None:
+                memory = {"value": encoder_output}
+            else:
+                # Position-aware cross attention needs to know where the queries are.
+                memory = {"cache": cross_cache, "query_position": cache_index}
             x, cross_extra = self._residual(
                 x,
                 lambda h: self.cross_attention_layer(
