@@ -276,3 +276,26 @@ def check_causal_leak(layer_fn, x, seed=0, atol=1e-5):
         keep = np.zeros((batch, length), bool)
         keep[:, :t] = True
         assert_unchanged_where(base, layer_fn(perturbed), keep, atol, f"future leaked into t<{t}")
+
+
+def check_cached_decode(layer, x, atol=1e-5):
+    """Step-by-step self-attention decoding with the KV cache, under XLA, equals the full
+    causal pass, at every step.
+
+    Args:
+        layer: an attention layer (MultiHeadAttention or a variant).
+        x: ``(B, T, D)`` float inputs.
+    """
+    import tensorflow as tf  # the XLA compile of the step; tests run on TensorFlow
+
+    batch, length = x.shape[:2]
+    full = _numpy(layer(x, use_causal_mask=True))
+
+    @tf.function(jit_compile=True)
+    def step(token, cache, index):
+        return layer(token, cache=cache, cache_index=index)
+
+    cache = layer.init_cache(batch, length + 3)  # longer than needed: empty slots stay unseen
+    for t in range(length):
+        out, cache = step(x[:, t : t + 1], cache, tf.constant(t))
+        np.testing.assert_allclose(_numpy(out)[:, 0], full[:, t], atol=atol, err_msg=f"step {t}")

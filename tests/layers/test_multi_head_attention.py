@@ -1,9 +1,8 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
-from tests.harness import check_causal_leak, check_padding_leak, run_layer_test
+from tests.harness import check_cached_decode, check_causal_leak, check_padding_leak, run_layer_test
 from zoo.layers import MultiHeadAttention, scaled_dot_product_attention
 from zoo.layers.attention.scaled_dot_product import attention_scores
 
@@ -167,18 +166,7 @@ def test_attention_mask_blocks_exactly_what_it_says():
 # ---------------------------------------------------------------- the KV cache
 @pytest.mark.parametrize("fused", [True, False])
 def test_cached_self_attention_equals_full_causal_pass(fused):
-    layer = MultiHeadAttention(num_heads=2, key_dim=8, fused_qkv=fused)
-    x = _x(B, T, D)
-    full = np.asarray(layer(x, use_causal_mask=True))
-
-    @tf.function(jit_compile=True)
-    def step(token, cache, index):
-        return layer(token, cache=cache, cache_index=index)
-
-    cache = layer.init_cache(B, T + 3)  # longer than needed: empty slots must stay unseen
-    for t in range(T):
-        out, cache = step(x[:, t : t + 1], cache, tf.constant(t))
-        np.testing.assert_allclose(np.asarray(out)[:, 0], full[:, t], atol=1e-5, err_msg=f"step {t}")
+    check_cached_decode(MultiHeadAttention(num_heads=2, key_dim=8, fused_qkv=fused), _x(B, T, D))
 
 
 def test_cross_attention_cache_equals_recomputing_keys():

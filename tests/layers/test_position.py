@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.harness import REPO_ROOT, check_causal_leak, check_padding_leak, run_layer_test
+from tests.harness import (
+    REPO_ROOT,
+    check_cached_decode,
+    check_causal_leak,
+    check_padding_leak,
+    run_layer_test,
+)
 from zoo.layers import (
     ALiBiAttention,
     ALiBiBias,
@@ -88,21 +94,6 @@ def _naive_attention(layer, query, value, mask, transform=None, bias=None):
                 weights[b, n, t] = p / p.sum()
                 out[b, t, n] = weights[b, n, t] @ v[b, :, n]
     return _dense(layer.output_dense, out.reshape(out.shape[:2] + (-1,))), weights
-
-
-def _check_cached_decode(layer, atol=1e-5):
-    """Step-by-step decoding with the KV cache, under XLA, equals the full causal pass."""
-    x = _x(B, T, D)
-    full = np.asarray(layer(x, use_causal_mask=True))
-
-    @tf.function(jit_compile=True)
-    def step(token, cache, index):
-        return layer(token, cache=cache, cache_index=index)
-
-    cache = layer.init_cache(B, T + 3)  # longer than needed: empty slots must stay unseen
-    for t in range(T):
-        out, cache = step(x[:, t : t + 1], cache, tf.constant(t))
-        np.testing.assert_allclose(np.asarray(out)[:, 0], full[:, t], atol=atol, err_msg=f"step {t}")
 
 
 # ---------------------------------------------------------------- sinusoidal
@@ -238,7 +229,7 @@ def test_rotary_attention_padding_and_causal_never_leak():
 
 
 def test_rotary_attention_cached_decode_equals_full_causal_pass():
-    _check_cached_decode(RotaryAttention(num_heads=2, key_dim=8, fused_qkv=True))
+    check_cached_decode(RotaryAttention(num_heads=2, key_dim=8, fused_qkv=True), _x(B, T, D))
 
 
 def test_rotary_cross_attention_cache_equals_recomputing_keys():
@@ -322,7 +313,7 @@ def test_alibi_attention_padding_and_causal_never_leak():
 
 
 def test_alibi_attention_cached_decode_equals_full_causal_pass():
-    _check_cached_decode(ALiBiAttention(num_heads=2, key_dim=8, fused_qkv=True))
+    check_cached_decode(ALiBiAttention(num_heads=2, key_dim=8, fused_qkv=True), _x(B, T, D))
 
 
 # ---------------------------------------------------------------- the JAX backend

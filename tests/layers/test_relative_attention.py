@@ -1,8 +1,7 @@
 import numpy as np
 import pytest
-import tensorflow as tf
 
-from tests.harness import check_causal_leak, check_padding_leak, run_layer_test
+from tests.harness import check_cached_decode, check_causal_leak, check_padding_leak, run_layer_test
 from zoo.layers import RelativePositionAttention, get_attention, relative_position_indices
 
 RNG = np.random.default_rng(0)
@@ -157,14 +156,4 @@ def test_padding_and_causal_never_leak():
 
 def test_cached_decode_equals_full_causal_pass():
     layer = RelativePositionAttention(num_heads=2, key_dim=8, max_relative_position=2)
-    x = _x(B, T, D)
-    full = np.asarray(layer(x, use_causal_mask=True))
-
-    @tf.function(jit_compile=True)
-    def step(token, cache, index):
-        return layer(token, cache=cache, cache_index=index)
-
-    cache = layer.init_cache(B, T + 3)  # longer than needed: empty slots must stay unseen
-    for t in range(T):
-        out, cache = step(x[:, t : t + 1], cache, tf.constant(t))
-        np.testing.assert_allclose(np.asarray(out)[:, 0], full[:, t], atol=1e-5, err_msg=f"step {t}")
+    check_cached_decode(layer, _x(B, T, D))
