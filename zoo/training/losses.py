@@ -1,0 +1,58 @@
+"""Losses for sequence models."""
+
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class MaskedSparseCrossEntropy(keras.losses.Loss):
+    """Label-smoothed cross entropy over integer labels, ignoring the padding id.
+
+    With smoothing ``e`` the target distribution is ``1 - e`` on the label and ``e / V``
+    spread over all V classes (Szegedy et al. 2016), as in the Transformer paper. Padding
+    positions (``y_true == pad_id``) contribute nothing, and the mean is over real tokens.
+
+    Args:
+        label_smoothing: e, in [0, 1).
+        pad_id: the label that marks padding.
+        from_logits: whether predictions are logits (True) or probabilities.
+
+    Example:
+        >>> loss = MaskedSparseCrossEntropy(label_smoothing=0.1)
+        >>> float(loss(keras.ops.array([[3, 0]]), keras.ops.zeros((1, 2, 5)))) > 0
+        True
+    """
+
+    def __init__(self, label_smoothing=0.0, pad_id=0, from_logits=True, name="masked_cross_entropy",
+                 **kwargs):
+        super().__init__(name=name, **kwargs)
+        if not 0.0 <= label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}.")
+        self.label_smoothing = label_smoothing
+        self.pad_id = pad_id
+        self.from_logits = from_logits
+
+    def call(self, y_true, y_pred):
+        y_pred = ops.cast(y_pred, "float32")  # the softmax in float32 under mixed precision
+        log_probs = (
+            ops.log_softmax(y_pred, axis=-1) if self.from_logits else ops.log(y_pred + 1e-9)
+        )  # (B, T, V)
+        y_true = ops.cast(y_true, "int32")
+        nll = -ops.take_along_axis(log_probs, ops.expand_dims(y_true, -1), axis=-1)[..., 0]
+        smooth = -ops.mean(log_probs, axis=-1)  # cross entropy against the uniform distribution
+        loss = (1.0 - self.label_smoothing) * nll + self.label_smoothing * smooth  # (B, T)
+        real = ops.cast(ops.not_equal(y_true, self.pad_id), "float32")
+        # Keras divides by the number of real tokens through the logits' implicit mask; the
+        # padding is zeroed here too, so a model without that mask still ignores padding.
+        return loss * real
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "label_smoothing": self.label_smoothing,
+                "pad_id": self.pad_id,
+                "from_logits": self.from_logits,
+            }
+        )
+        return config

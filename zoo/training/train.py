@@ -1,0 +1,146 @@
+"""Training: ``train(config, workdir)``, importable from notebooks and tests; the CLI only parses."""
+
+import dataclasses
+import json
+import os
+
+import keras
+
+from zoo.data import SentencePieceTokenizer, load_multi30k, make_translation_dataset, train_sentencepiece
+from zoo.models.translator import TranslatorConfig, build_translator
+from zoo.training.callbacks import TimeLimit
+from zoo.training.losses import MaskedSparseCrossEntropy
+from zoo.training.schedules import InverseSquareRootSchedule
+from zoo.training.strategy import get_strategy
+
+VOCAB_PREFIX = "sentencepiece"
+
+
+def _check_config(config, workdir):
+    """Save the config in the workdir; refuse to resume a workdir made with another config."""
+    path = os.path.join(workdir, "config.json")
+    fields = dataclasses.asdict(config)
+    if os.path.exists(path):
+        with open(path) as f:
+            saved = json.load(f)
+        if saved != fields:
+            changed = sorted(k for k in set(saved) | set(fields) if saved.get(k) != fields.get(k))
+            raise ValueError(
+                f"{path} was written with another config (fields {changed} differ); "
+                "use a new --workdir, or the same config to resume."
+            )
+    else:
+        with open(path, "w") as f:
+            json.dump(fields, f, indent=2)
+
+
+def prepare_vocabulary(config, workdir, pairs):
+    """Learn (once) the joint SentencePiece model of the workdir; return its path."""
+    path = os.path.join(workdir, VOCAB_PREFIX + ".model")
+    if not os.path.exists(path):
+        texts = [text for pair in pairs for text in pair][: config.vocab_sample_size]
+        train_sentencepiece(texts, os.path.join(workdir, VOCAB_PREFIX), vocab_size=config.vocab_size)
+    return path
+
+
+def compile_translator(model, config, jit_compile=False):
+    """AdamW with the inverse-sqrt schedule, clipping, label-smoothed masked cross entropy."""
+    optimizer = keras.optimizers.AdamW(
+        learning_rate=InverseSquareRootSchedule(config.learning_rate, config.warmup_steps),
+        weight_decay=config.weight_decay,
+        clipnorm=config.clipnorm,
+        beta_2=0.98,
+    )
+    # No decay on norms, biases and embeddings.
+    optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias", "embeddings"])
+    model.compile(
+        optimizer=optimizer,
+        loss=MaskedSparseCrossEntropy(label_smoothing=config.label_smoothing),
+        metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        jit_compile=jit_compile,
+    )
+    return model
+
+
+def train(
+    config,
+    workdir,
+    strategy="auto",
+    jit_compile=False,
+    mixed_precision=False,
+    time_limit=None,
+    train_pairs=None,
+    val_pairs=None,
+    callbacks=(),
+    verbose="auto",
+):
+    """Train a translator with Keras ``fit``; resumable after a crash.
+
+    The workdir receives ``config.json``, the SentencePiece model, ``checkpoint.keras``
+    (after every epoch), ``backup/`` (BackupAndRestore state: rerunning the same command
+    resumes from the last finished epoch), ``logs/`` (TensorBoard) and finally
+    ``model.keras``.
+
+    Args:
+        config: a ``TranslatorConfig``.
+        workdir: the folder of this run (created if missing).
+        strategy: a name for ``zoo.training.strategy.get_strategy``.
+        jit_compile: compile the train step with XLA.
+        mixed_precision: train under ``mixed_bfloat16``.
+        time_limit: stop after this many seconds (the model is still saved).
+        train_pairs, val_pairs: (source, target) string pairs; Multi30k En->De by default.
+        callbacks: more Keras callbacks (for example validation BLEU).
+        verbose: ``fit``'s verbosity; "auto" shows the progress bar.
+
+    Returns:
+        ``(model, history, tokenizer)``.
+    """
+    if not isinstance(config, TranslatorConfig):
+        raise TypeError(f"config must be a TranslatorConfig, got {type(config).__name__}.")
+    os.makedirs(workdir, exist_ok=True)
+    _check_config(config, workdir)
+    train_pairs = load_multi30k("train") if train_pairs is None else train_pairs
+    val_pairs = load_multi30k("val") if val_pairs is None else val_pairs
+    tokenizer = SentencePieceTokenizer(prepare_vocabulary(config, workdir, train_pairs))
+    if tokenizer.vocab_size != config.vocab_size:
+        raise ValueError(
+            f"The vocabulary in {workdir} has {tokenizer.vocab_size} pieces, the config says "
+            f"{config.vocab_size}."
+        )
+
+    def dataset(pairs, shuffle):
+        return make_translation_dataset(
+            pairs,
+            tokenizer,
+            batch_tokens=config.batch_tokens,
+            max_length=config.max_length,
+            shuffle=shuffle,
+            seed=0,
+            pad_to_bucket=jit_compile,  # few distinct shapes, so XLA compiles few programs
+        )
+
+    previous_policy = keras.config.dtype_policy()
+    if mixed_precision:
+        keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        with get_strategy(strategy).scope():
+            model = compile_translator(build_translator(config), config, jit_compile)
+        all_callbacks = [
+            keras.callbacks.BackupAndRestore(os.path.join(workdir, "backup")),
+            keras.callbacks.ModelCheckpoint(os.path.join(workdir, "checkpoint.keras")),
+            keras.callbacks.TensorBoard(os.path.join(workdir, "logs")),
+            *callbacks,
+        ]
+        if time_limit:
+            all_callbacks.append(TimeLimit(time_limit))
+        history = model.fit(
+            dataset(train_pairs, shuffle=True),
+            validation_data=dataset(val_pairs, shuffle=False),
+            epochs=config.epochs,
+            callbacks=all_callbacks,
+            verbose=verbose,
+        )
+    finally:
+        keras.config.set_dtype_policy(previous_policy)
+    model.save(os.path.join(workdir, "model.keras"))
+    return model, history, tokenizer
