@@ -24,3 +24,35 @@ class TimeLimit(keras.callbacks.Callback):
         if time.monotonic() - self._start > self.seconds:
             self.model.stop_training = True
             self.stopped_early = True
+
+
+class ValidationBleu(keras.callbacks.Callback):
+    """Greedy-decode a sample of validation pairs after each epoch and log ``val_bleu``.
+
+    The score (sacreBLEU, default signature) goes into the epoch logs, so the progress bar,
+    the History and TensorBoard show it.
+
+    Args:
+        tokenizer: the zoo ``SentencePieceTokenizer`` of the model.
+        pairs: (source, reference) string pairs; the first ``sample_size`` are used.
+        sample_size: how many pairs to translate each epoch.
+        max_length: the longest translation, in tokens.
+    """
+
+    def __init__(self, tokenizer, pairs, sample_size=200, max_length=64):
+        super().__init__()
+        self.tokenizer = tokenizer
+        self.pairs = list(pairs)[:sample_size]
+        self.max_length = max_length
+
+    def on_epoch_end(self, epoch, logs=None):
+        from zoo.decoding import translate  # decoding needs the trained model, not the reverse
+        from zoo.evaluation import corpus_bleu
+
+        sources = [source for source, _ in self.pairs]
+        references = [reference for _, reference in self.pairs]
+        hypotheses = translate(
+            self.model, self.tokenizer, sources, method="greedy", max_length=self.max_length
+        )
+        if logs is not None:
+            logs["val_bleu"] = corpus_bleu(hypotheses, references)["bleu"]

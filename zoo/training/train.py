@@ -8,12 +8,13 @@ import keras
 
 from zoo.data import SentencePieceTokenizer, load_multi30k, make_translation_dataset, train_sentencepiece
 from zoo.models.translator import TranslatorConfig, build_translator
-from zoo.training.callbacks import TimeLimit
+from zoo.training.callbacks import TimeLimit, ValidationBleu
 from zoo.training.losses import MaskedSparseCrossEntropy
 from zoo.training.schedules import InverseSquareRootSchedule
 from zoo.training.strategy import get_strategy
 
 VOCAB_PREFIX = "sentencepiece"
+_RESUMABLE_FIELDS = ("epochs",)
 
 
 def _check_config(config, workdir):
@@ -23,8 +24,12 @@ def _check_config(config, workdir):
     if os.path.exists(path):
         with open(path) as f:
             saved = json.load(f)
-        if saved != fields:
-            changed = sorted(k for k in set(saved) | set(fields) if saved.get(k) != fields.get(k))
+        # Training longer is a legitimate resume; anything else would mix two models.
+        changed = sorted(
+            k for k in set(saved) | set(fields)
+            if k not in _RESUMABLE_FIELDS and saved.get(k) != fields.get(k)
+        )
+        if changed:
             raise ValueError(
                 f"{path} was written with another config (fields {changed} differ); "
                 "use a new --workdir, or the same config to resume."
@@ -72,6 +77,7 @@ def train(
     train_pairs=None,
     val_pairs=None,
     callbacks=(),
+    bleu_sample_size=200,
     verbose="auto",
 ):
     """Train a translator with Keras ``fit``; resumable after a crash.
@@ -89,7 +95,9 @@ def train(
         mixed_precision: train under ``mixed_bfloat16``.
         time_limit: stop after this many seconds (the model is still saved).
         train_pairs, val_pairs: (source, target) string pairs; Multi30k En->De by default.
-        callbacks: more Keras callbacks (for example validation BLEU).
+        callbacks: more Keras callbacks.
+        bleu_sample_size: validation pairs greedy-decoded after each epoch for ``val_bleu``
+            (0 turns it off).
         verbose: ``fit``'s verbosity; "auto" shows the progress bar.
 
     Returns:
@@ -131,6 +139,11 @@ def train(
             keras.callbacks.TensorBoard(os.path.join(workdir, "logs")),
             *callbacks,
         ]
+        if bleu_sample_size:
+            # First, so that the callbacks after it (TensorBoard, History) log val_bleu.
+            all_callbacks.insert(
+                0, ValidationBleu(tokenizer, val_pairs, bleu_sample_size, config.max_length)
+            )
         if time_limit:
             all_callbacks.append(TimeLimit(time_limit))
         history = model.fit(

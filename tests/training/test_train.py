@@ -1,0 +1,55 @@
+"""train() end to end at tiny size: the workdir, resume after a crash, config guarding."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from zoo.data import load_multi30k
+from zoo.models.translator import get_config
+from zoo.training import train
+
+PAIRS = load_multi30k("train")[:1500]
+VAL = load_multi30k("val")[:60]
+CONFIG = get_config("tiny", vocab_size=400, epochs=2, batch_tokens=1024, max_length=32)
+
+
+class CrashAtEpoch(keras.callbacks.Callback):
+    def __init__(self, epoch):
+        super().__init__()
+        self.epoch = epoch
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == self.epoch:
+            raise RuntimeError("simulated crash")
+
+
+def test_train_writes_the_workdir_and_resumes_after_a_crash(tmp_path):
+    workdir = str(tmp_path / "run")
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        train(CONFIG, workdir, train_pairs=PAIRS, val_pairs=VAL, bleu_sample_size=0,
+              callbacks=[CrashAtEpoch(1)], verbose=0)
+    for name in ("config.json", "sentencepiece.model", "checkpoint.keras", "backup", "logs"):
+        assert os.path.exists(os.path.join(workdir, name)), name
+    with open(os.path.join(workdir, "config.json")) as f:
+        assert json.load(f)["vocab_size"] == 400
+
+    # The same command again resumes: only the second epoch is left to run.
+    model, history, tokenizer = train(CONFIG, workdir, train_pairs=PAIRS, val_pairs=VAL,
+                                      bleu_sample_size=0, verbose=0)
+    assert history.epoch == [1]
+    assert np.isfinite(history.history["loss"][0])
+    assert os.path.exists(os.path.join(workdir, "model.keras"))
+    assert tokenizer.vocab_size == 400
+
+    # Resuming with another model is refused, naming the fields; training longer is not.
+    with pytest.raises(ValueError, match=r"d_model"):
+        train(get_config("tiny", vocab_size=400, d_model=48), workdir, train_pairs=PAIRS,
+              val_pairs=VAL, verbose=0)
+
+
+def test_train_rejects_a_non_config(tmp_path):
+    with pytest.raises(TypeError, match="TranslatorConfig"):
+        train({"d_model": 8}, str(tmp_path))

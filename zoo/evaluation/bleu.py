@@ -1,0 +1,56 @@
+"""Corpus BLEU with sacreBLEU, reported two ways."""
+
+import json
+import os
+
+import sacrebleu
+
+
+def corpus_bleu(hypotheses, references):
+    """sacreBLEU two ways: the default signature, and lowercased (comparable to papers).
+
+    - ``bleu``: detokenized, cased, 13a tokenization: sacreBLEU's default signature, the
+      figure to compare across systems.
+    - ``bleu_lowercase``: lowercased, 13a tokenization: comparable to the published
+      Multi30k figures, which lowercase.
+
+    Args:
+        hypotheses: list of detokenized output strings.
+        references: list of reference strings, aligned with ``hypotheses``.
+
+    Returns:
+        A dict with ``bleu``, ``bleu_lowercase`` (floats) and their sacreBLEU signatures.
+
+    Example:
+        >>> corpus_bleu(["ein Hund läuft ."], ["Ein Hund läuft ."])["bleu_lowercase"]
+        100.00000000000004
+    """
+    if len(hypotheses) != len(references):
+        raise ValueError(
+            f"{len(hypotheses)} hypotheses but {len(references)} references: they must align."
+        )
+    cased = sacrebleu.BLEU()
+    lowercase = sacrebleu.BLEU(lowercase=True)
+    cased_score = cased.corpus_score(hypotheses, [references])
+    lower_score = lowercase.corpus_score(hypotheses, [references])
+    return {
+        "bleu": cased_score.score,
+        "bleu_signature": str(cased.get_signature()),
+        "bleu_lowercase": lower_score.score,
+        "bleu_lowercase_signature": str(lowercase.get_signature()),
+    }
+
+
+def save_evaluation(output_dir, name, sources, hypotheses, references, extra=None):
+    """Score and write ``{name}.hyp.txt`` and ``{name}.bleu.json`` next to each other.
+
+    Returns:
+        The score dict of :func:`corpus_bleu`, with ``extra`` merged in.
+    """
+    os.makedirs(output_dir, exist_ok=True)
+    scores = {**corpus_bleu(hypotheses, references), "sentences": len(hypotheses), **(extra or {})}
+    with open(os.path.join(output_dir, f"{name}.hyp.txt"), "w", encoding="utf-8") as f:
+        f.writelines(h.replace("\n", " ") + "\n" for h in hypotheses)
+    with open(os.path.join(output_dir, f"{name}.bleu.json"), "w") as f:
+        json.dump(scores, f, indent=2)
+    return scores

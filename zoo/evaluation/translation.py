@@ -1,0 +1,26 @@
+"""Evaluate a translator on a Multi30k split."""
+
+from zoo.data import load_multi30k
+from zoo.evaluation.bleu import save_evaluation
+
+
+def evaluate_translator(model, tokenizer, split, output_dir, method="beam", beam_size=5,
+                        max_length=None):
+    """Translate a Multi30k split, score it two ways and save the hypotheses beside the score.
+
+    Returns:
+        The score dict (see ``zoo.evaluation.corpus_bleu``).
+    """
+    from zoo.decoding import translate
+
+    pairs = load_multi30k(split)
+    sources = [source for source, _ in pairs]
+    references = [reference for _, reference in pairs]
+    hypotheses = translate(
+        model, tokenizer, sources, method=method, beam_size=beam_size, max_length=max_length
+    )
+    name = f"{split}.{method}{beam_size if method == 'beam' else ''}"
+    return save_evaluation(
+        output_dir, name, sources, hypotheses, references,
+        extra={"split": split, "method": method, "beam_size": beam_size if method == "beam" else 1},
+    )
