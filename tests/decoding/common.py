@@ -1,0 +1,64 @@
+"""Reference computations shared by the decoding tests."""
+
+import numpy as np
+from keras import ops
+
+from zoo.data import BOS_ID, EOS_ID, PAD_ID
+
+
+def numpy(x):
+    return np.asarray(ops.convert_to_numpy(x))
+
+
+def lengths(ids, eos_id=EOS_ID):
+    """The length of each generated row: through its first EOS, else the whole row."""
+    ids = np.asarray(ids)
+    out = []
+    for row in ids:
+        eos = np.flatnonzero(row == eos_id)
+        out.append(eos[0] + 1 if len(eos) else len(row))
+    return np.array(out)
+
+
+def log_probability(translator, source_ids, ids):
+    """Sum of log p(token) of each row of ``ids`` (through its EOS), from the full model.
+
+    The padding id is forbidden, as in the searches: its probability mass is removed.
+    """
+    ids = np.asarray(ids, "int32")
+    batch, length = ids.shape
+    target_in = np.concatenate([np.full((batch, 1), BOS_ID, "int32"), ids[:, :-1]], axis=1)
+    logits = numpy(translator.full_logits(source_ids, target_in)).astype("float64")
+    logits[..., PAD_ID] = -np.inf
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))  # (B, L, V)
+    token_log_p = np.take_along_axis(log_p, ids[..., None], axis=-1)[..., 0]  # (B, L)
+    n = lengths(ids)
+    return np.array([token_log_p[b, : n[b]].sum() for b in range(batch)])
+
+
+def gnmt_penalty(length, alpha):
+    return ((5.0 + np.asarray(length, "float64")) / 6.0) ** alpha
+
+
+def assert_pad_only_after_eos(ids, eos_id=EOS_ID):
+    """Rows are tokens, then (only after an EOS) nothing but PAD; no PAD before it."""
+    for row in np.asarray(ids):
+        eos = np.flatnonzero(row == eos_id)
+        end = eos[0] + 1 if len(eos) else len(row)
+        assert np.all(row[:end] != PAD_ID), row
+        assert np.all(row[end:] == PAD_ID), row
+
+
+def counting(translator_cls):
+    """A subclass of ``translator_cls`` that counts its decoder steps (eager loops only)."""
+
+    class Counting(translator_cls):
+        steps = 0
+
+        def step(self, *args, **kwargs):
+            type(self).steps += 1
+            return super().step(*args, **kwargs)
+
+    return Counting
+

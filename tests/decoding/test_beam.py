@@ -1,0 +1,132 @@
+import itertools
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.decoding.common import (
+    assert_pad_only_after_eos,
+    counting,
+    gnmt_penalty,
+    lengths,
+    log_probability,
+    numpy,
+)
+from tests.decoding.conftest import MAX_LENGTH
+from zoo.data import EOS_ID, PAD_ID
+from zoo.decoding import IncrementalTranslator, beam_search, greedy_search, length_penalty
+from zoo.models import build_translator, translator_config
+
+
+def test_beam_size_one_is_greedy(model, sources):
+    """Without a length penalty, one beam is greedy search, token for token."""
+    ids, _ = beam_search(model, sources, beam_size=1, max_length=MAX_LENGTH, alpha=0.0)
+    np.testing.assert_array_equal(numpy(ids), numpy(greedy_search(model, sources, MAX_LENGTH)))
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_scores_are_the_models_length_penalised_log_probabilities(model, sources, alpha):
+    """Rescoring each returned hypothesis with the full model gives back its score: the
+    backpointers, the cache reordering and the bookkeeping of finished hypotheses agree."""
+    translator = IncrementalTranslator(model)
+    ids, scores = beam_search(translator, sources, beam_size=3, max_length=MAX_LENGTH, alpha=alpha)
+    ids, scores = numpy(ids), numpy(scores)
+    assert ids.shape == (len(sources), MAX_LENGTH) and ids.dtype == np.int32
+    assert scores.shape == (len(sources),) and scores.dtype == np.float32
+    assert_pad_only_after_eos(ids)
+    expected = log_probability(translator, sources, ids) / gnmt_penalty(lengths(ids), alpha)
+    np.testing.assert_allclose(scores, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("alpha", [0.6, 2.0])
+def test_early_stopping_is_exact(model, sources, alpha):
+    """Stopping once no live beam can win gives what running to max_length gives. Each
+    sentence also runs alone, so that the loop stops when that sentence is done."""
+    translator = counting(IncrementalTranslator)(model)
+    kwargs = dict(beam_size=4, max_length=MAX_LENGTH, alpha=alpha)
+    for batch in [sources] + [source[source != 0][None] for source in sources]:
+        early_ids, early_scores = beam_search(translator, batch, **kwargs)
+        type(translator).steps = 0
+        full_ids, full_scores = beam_search(translator, batch, early_stopping=False, **kwargs)
+        assert type(translator).steps == MAX_LENGTH
+        np.testing.assert_array_equal(numpy(early_ids), numpy(full_ids))
+        np.testing.assert_allclose(numpy(early_scores), numpy(full_scores), rtol=1e-6)
+
+
+def test_early_stopping_stops_the_trained_model_early(copy_model, sources):
+    translator = counting(IncrementalTranslator)(copy_model)
+    ids, _ = beam_search(translator, sources, beam_size=4, max_length=MAX_LENGTH)
+    assert type(translator).steps < MAX_LENGTH
+    assert np.all((numpy(ids) == EOS_ID).sum(1) == 1)
+
+
+def test_a_huge_beam_is_exact_search():
+    """With more beams than there are hypotheses, beam search finds the best sequence of
+    all, found here by scoring every possible output with the full model."""
+    vocab, max_length, alpha = 8, 3, 0.6
+    keras.utils.set_random_seed(2)
+    config = translator_config("tiny", vocab_size=vocab, max_length=8, share_embeddings=False)
+    translator = IncrementalTranslator(build_translator(config))
+    sources = np.array([[4, 5, 6], [7, 0, 0]], "int32")
+    ids, scores = beam_search(
+        translator, sources, beam_size=256, max_length=max_length, alpha=alpha
+    )
+    words = [t for t in range(vocab) if t not in (PAD_ID, EOS_ID)]  # 6 continuing tokens
+    outputs = [
+        prefix + (EOS_ID,)
+        for n in range(max_length)
+        for prefix in itertools.product(words, repeat=n)
+    ]
+    outputs += list(itertools.product(words, repeat=max_length))  # cut at max_length
+    candidates = np.zeros((len(outputs), max_length), "int32")
+    for row, output in enumerate(outputs):
+        candidates[row, : len(output)] = output
+    assert len(candidates) == 1 + 6 + 36 + 216
+    for b, source in enumerate(sources):
+        tiled = np.repeat(source[None], len(candidates), axis=0)
+        all_scores = log_probability(translator, tiled, candidates) / gnmt_penalty(
+            lengths(candidates), alpha
+        )
+        best = int(np.argmax(all_scores))
+        np.testing.assert_array_equal(numpy(ids)[b], candidates[best])
+        np.testing.assert_allclose(numpy(scores)[b], all_scores[best], rtol=1e-4)
+
+
+def test_batch_equals_one_sentence_at_a_time(copy_model, sources):
+    ids, scores = beam_search(copy_model, sources, beam_size=3, max_length=MAX_LENGTH)
+    for row, source in enumerate(sources):
+        alone_ids, alone_scores = beam_search(
+            copy_model, source[source != 0][None], beam_size=3, max_length=MAX_LENGTH
+        )
+        np.testing.assert_array_equal(numpy(alone_ids)[0], numpy(ids)[row])
+        np.testing.assert_allclose(numpy(alone_scores)[0], numpy(scores)[row], rtol=1e-5)
+
+
+def test_xla_and_a_beam_size_tensor_in_graph_mode(random_model, sources):
+    translator = IncrementalTranslator(random_model)
+    eager_ids, eager_scores = beam_search(translator, sources, beam_size=4, max_length=MAX_LENGTH)
+    xla = tf.function(
+        lambda s: beam_search(translator, s, beam_size=4, max_length=MAX_LENGTH), jit_compile=True
+    )
+    graph = tf.function(
+        lambda s, k: beam_search(translator, s, beam_size=k, max_length=MAX_LENGTH),
+        input_signature=[tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([], tf.int32)],
+    )
+    for ids, scores in (xla(sources), graph(sources, tf.constant(4))):
+        np.testing.assert_array_equal(numpy(ids), numpy(eager_ids))
+        np.testing.assert_allclose(numpy(scores), numpy(eager_scores), rtol=1e-5)
+    # One graph serves every beam size.
+    ids_1, _ = graph(sources, tf.constant(1))
+    greedy_1, _ = beam_search(translator, sources, beam_size=1, max_length=MAX_LENGTH)
+    np.testing.assert_array_equal(numpy(ids_1), numpy(greedy_1))
+
+
+def test_length_penalty_is_gnmt():
+    np.testing.assert_allclose(numpy(length_penalty(7, 0.6)), (12 / 6) ** 0.6, rtol=1e-6)
+    assert float(numpy(length_penalty(30, 0.0))) == 1.0
+
+
+def test_bad_beam_size_is_refused(copy_model, sources):
+    with pytest.raises(ValueError, match="beam_size"):
+        beam_search(copy_model, sources, beam_size=0, max_length=4)

@@ -1,0 +1,12 @@
+import doctest
+
+import pytest
+
+from zoo.decoding import beam, greedy, incremental, sampling, translation
+
+
+@pytest.mark.parametrize("module", [incremental, greedy, beam, sampling, translation])
+def test_docstring_examples_run(module):
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0

@@ -1,0 +1,68 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from zoo.data import EOS_ID, SentencePieceTokenizer, load_multi30k, train_sentencepiece
+from zoo.decoding import greedy_search, translate
+from zoo.decoding.translation import _COMPILED
+from zoo.models import build_translator, translator_config
+
+VOCAB_SIZE = 400  # the 256 byte pieces, the 4 special ids, the characters, a few words
+SENTENCES = ["A dog runs.", "Two men.", "A girl sings.", "Red car.", "A man."]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    texts = [s for pair in load_multi30k("val") for s in pair]
+    prefix = tmp_path_factory.mktemp("decoding_spm") / "joint"
+    return SentencePieceTokenizer(train_sentencepiece(texts, prefix, vocab_size=VOCAB_SIZE))
+
+
+@pytest.fixture(scope="module")
+def model():
+    keras.utils.set_random_seed(3)
+    config = translator_config(
+        "tiny", vocab_size=VOCAB_SIZE, max_length=16, share_embeddings=False
+    )
+    return build_translator(config)
+
+
+def _reference(model, tokenizer, sentences):
+    """Tokenize, greedy_search (eager), cut after EOS, detokenize: by hand."""
+    source = tokenizer.tokenize(tf.constant(sentences)).to_tensor()
+    ids = np.asarray(greedy_search(model, source, 16))
+    ids = np.where(np.cumsum(ids == EOS_ID, axis=1) > 0, 0, ids)
+    return [text.decode("utf-8", errors="replace") for text in tokenizer.detokenize(ids).numpy()]
+
+
+def test_greedy_translate_equals_greedy_search_by_hand(model, tokenizer):
+    expected = _reference(model, tokenizer, SENTENCES)
+    assert len(set(expected)) > 1 and all(expected), expected
+    # Batches of 2, 2 and 1 (padded to a power of two), and sources padded to 8 tokens.
+    assert translate(model, tokenizer, SENTENCES, method="greedy", batch_size=2) == expected
+    assert translate(model, tokenizer, SENTENCES[3:4], method="greedy") == expected[3:4]
+
+
+def test_beam_and_sampling(model, tokenizer):
+    beam = translate(model, tokenizer, SENTENCES, beam_size=3)
+    assert len(beam) == len(SENTENCES) and all(isinstance(text, str) for text in beam)
+    sampled = translate(model, tokenizer, SENTENCES, method="sample", seed=5, top_p=0.9)
+    assert sampled == translate(model, tokenizer, SENTENCES, method="sample", seed=5, top_p=0.9)
+    assert translate(model, tokenizer, []) == []
+
+
+def test_the_compiled_functions_are_cached_per_model_and_settings(model, tokenizer):
+    translate(model, tokenizer, SENTENCES[:1], method="greedy", max_length=6)
+    count = len(_COMPILED[model])
+    translate(model, tokenizer, SENTENCES[1:2], method="greedy", max_length=6)
+    assert len(_COMPILED[model]) == count
+    translate(model, tokenizer, SENTENCES[1:2], method="greedy", max_length=5)
+    assert len(_COMPILED[model]) == count + 1
+
+
+def test_bad_arguments(model, tokenizer):
+    with pytest.raises(ValueError, match="method"):
+        translate(model, tokenizer, SENTENCES, method="viterbi")
+    with pytest.raises(TypeError, match="list"):
+        translate(model, tokenizer, "A dog runs.")

@@ -1,0 +1,182 @@
+"""Batched beam search with the KV caches, the GNMT length penalty and exact early stopping."""
+
+import numbers
+
+from keras import ops
+
+from zoo.data.sentencepiece_vocab import BOS_ID, EOS_ID
+from zoo.decoding.incremental import (
+    as_translator,
+    check_max_length,
+    mask_padding_logits,
+    tile_for_beams,
+    write_column,
+)
+
+__all__ = ["beam_search", "length_penalty"]
+
+_NEG_INF = float("-inf")
+
+
+def length_penalty(length, alpha):
+    """The GNMT length penalty ``((5 + length) / 6) ** alpha`` (float32).
+
+    A hypothesis of ``length`` tokens (its EOS included) and log-probability ``log_p`` scores
+    ``log_p / length_penalty(length, alpha)``. ``alpha=0`` ranks by log-probability alone;
+    larger ``alpha`` favours longer hypotheses.
+    """
+    return ops.power((5.0 + ops.cast(length, "float32")) / 6.0, alpha)
+
+
+def beam_search(
+    translator,
+    source_ids,
+    beam_size=4,
+    max_length=None,
+    alpha=0.6,
+    early_stopping=True,
+    bos_id=BOS_ID,
+    eos_id=EOS_ID,
+):
+    """Translate with beam search: the best length-normalised hypothesis of each sentence.
+
+    The encoder runs once per sentence; its output, padding mask and cross-attention caches
+    are repeated per beam. Every step scores the ``K * V`` continuations of the ``K`` live
+    beams of each sentence and keeps the ``2K`` best. Of those, a candidate ending in EOS is
+    *finished* when it ranks among the first ``K`` (as in fairseq, so that ``beam_size=1`` is
+    greedy search); the best finished hypothesis of each sentence is kept apart from the live
+    beams. The ``K`` best candidates without EOS become the new live beams, and the
+    self-attention caches are reordered by their parent beams. Hypotheses still live after
+    ``max_length`` steps count as finished at that length.
+
+    With ``early_stopping`` the loop stops once no live beam of any sentence can still beat
+    the best finished hypothesis of its sentence. That test is exact, not a heuristic: a
+    live beam's log-probability only falls as it grows, so its best possible score is its
+    log-probability divided by the largest length penalty it can still reach. The result is
+    therefore the same as without early stopping, which only runs longer.
+
+    Args:
+        translator: an :class:`~zoo.decoding.IncrementalTranslator` (or the translator model).
+        source_ids: ``(B, S)`` int source ids, 0-padded.
+        beam_size: K, the number of live beams per sentence. A Python int, or a scalar
+            int tensor in plain graph mode (a SavedModel signature input); under XLA it must
+            be a Python int.
+        max_length: Python int, the most tokens generated per sentence (EOS included);
+            None for every target position of the model.
+        alpha: the exponent of the length penalty (:func:`length_penalty`), a Python float.
+        early_stopping: stop when no live beam can beat the best finished hypothesis.
+        bos_id: the id the decoder starts from.
+        eos_id: the id that ends a sentence.
+
+    Returns:
+        ``(ids, scores)``: the best hypothesis of each sentence, ``(B, max_length)`` int32 ids
+        after BOS (the EOS included when it has one, then 0-padded), and its float32 score
+        ``(B,)``: the sum of its tokens' log-probabilities (EOS included) divided by
+        ``length_penalty(length, alpha)``.
+
+    Example:
+        >>> from zoo.models import build_translator, translator_config
+        >>> model = build_translator(translator_config("tiny"))
+        >>> source = ops.convert_to_tensor([[5, 6, 7, 0], [8, 9, 0, 0]], "int32")
+        >>> ids, scores = beam_search(model, source, beam_size=3, max_length=6)
+        >>> tuple(ids.shape), tuple(scores.shape)
+        ((2, 6), (2,))
+
+    References:
+        Wu et al. 2016, "Google's Neural Machine Translation System: Bridging the Gap between
+        Human and Machine Translation", section 7 (length penalty, beam search).
+        Ott et al. 2019, "fairseq: A Fast, Extensible Toolkit for Sequence Modeling" (the
+        ``2K`` candidates, finished only among the first ``K``).
+    """
+    translator = as_translator(translator)
+    max_length = check_max_length(translator, max_length)
+    if isinstance(beam_size, numbers.Integral):
+        if beam_size < 1:
+            raise ValueError(f"beam_size must be at least 1, got {beam_size}.")
+        k = int(beam_size)  # static shapes
+    else:
+        k = ops.cast(beam_size, "int32")  # a scalar tensor: dynamic shapes (graph mode)
+    vocab = translator.vocab_size
+    memory, source_padding = translator.encode(source_ids)
+    batch = ops.shape(source_ids)[0]
+    memory, source_padding = tile_for_beams((memory, source_padding), k)  # (B*K, ...)
+    caches = translator.init_caches(memory, max_length)
+    # Row b*K + k of a cache is beam k of sentence b: the offset of each sentence's beams.
+    beam_offsets = ops.expand_dims(ops.arange(batch, dtype="int32") * k, 1)  # (B, 1)
+    ranks = ops.arange(2 * k, dtype="int32")  # (2K,)
+    penalty_at_max = length_penalty(max_length, alpha)
+
+    def cond(index, tokens, alive_ids, alive_log_p, best_ids, best_score, caches):
+        go_on = index < max_length
+        if early_stopping:
+            # The best score a live beam can still reach: log p only falls, so the most it
+            # can get is log p over the largest length penalty (at L when alpha >= 0, at
+            # the next length when alpha < 0).
+            largest_penalty = ops.maximum(penalty_at_max, length_penalty(index + 1, alpha))
+            bound = alive_log_p[:, 0] / largest_penalty  # (B,)
+            done = ops.greater_equal(best_score, bound)
+            go_on = ops.logical_and(go_on, ops.logical_not(ops.all(done)))
+        return go_on
+
+    def body(index, tokens, alive_ids, alive_log_p, best_ids, best_score, caches):
+        logits, caches = translator.step(tokens, caches, index, source_padding)  # (B*K, V)
+        log_p = ops.log_softmax(mask_padding_logits(logits), axis=-1)
+        log_p = ops.reshape(log_p, (batch, k, vocab)) + ops.expand_dims(alive_log_p, 2)
+        top_log_p, top = ops.top_k(ops.reshape(log_p, (batch, k * vocab)), 2 * k)  # (B, 2K)
+        top = ops.cast(top, "int32")
+        parents = top // vocab  # (B, 2K), the beam each candidate extends
+        top_tokens = top % vocab  # (B, 2K)
+        # Each candidate's ids: its parent's ids with the new token at `index`.
+        candidate_ids = ops.take_along_axis(alive_ids, ops.expand_dims(parents, 2), axis=1)
+        candidate_ids = write_column(candidate_ids, index, top_tokens)  # (B, 2K, L)
+        is_eos = ops.equal(top_tokens, eos_id)
+
+        # Finished: EOS candidates among the first K; keep the best one of each sentence.
+        finishing = ops.logical_and(is_eos, ops.expand_dims(ranks < k, 0))
+        finished_score = ops.where(
+            finishing, top_log_p / length_penalty(index + 1, alpha), _NEG_INF
+        )  # (B, 2K)
+        new_best = ops.cast(ops.argmax(finished_score, axis=1), "int32")  # (B,)
+        new_best_score = ops.max(finished_score, axis=1)
+        new_best_ids = ops.take_along_axis(
+            candidate_ids, ops.reshape(new_best, (batch, 1, 1)), axis=1
+        )[:, 0]  # (B, L)
+        better = ops.greater(new_best_score, best_score)  # strictly: ties keep the earlier
+        best_ids = ops.where(ops.expand_dims(better, 1), new_best_ids, best_ids)
+        best_score = ops.where(better, new_best_score, best_score)
+
+        # Live: the K best candidates without EOS (at most K of the 2K end in EOS).
+        alive_log_p, chosen = ops.top_k(ops.where(is_eos, _NEG_INF, top_log_p), k)  # (B, K)
+        chosen = ops.cast(chosen, "int32")
+        alive_ids = ops.take_along_axis(candidate_ids, ops.expand_dims(chosen, 2), axis=1)
+        alive_parents = ops.take_along_axis(parents, chosen, axis=1)  # (B, K)
+        rows = ops.reshape(alive_parents + beam_offsets, (-1,))  # (B*K,)
+        # Reorder the self-attention caches by parent; the cross caches are the same for
+        # every beam of a sentence, so they stay as they are.
+        caches = tuple(
+            ops.take(cache, rows, axis=0) if i % 2 == 0 else cache
+            for i, cache in enumerate(caches)
+        )
+        tokens = ops.reshape(ops.take_along_axis(top_tokens, chosen, axis=1), (-1, 1))
+        return index + 1, tokens, alive_ids, alive_log_p, best_ids, best_score, caches
+
+    # Only beam 0 is live at the start, so the first step expands one hypothesis, not K.
+    first = ops.expand_dims(ops.arange(k, dtype="int32") == 0, 0)  # (1, K)
+    loop_vars = (
+        ops.convert_to_tensor(0, "int32"),
+        ops.full((batch * k, 1), bos_id, "int32"),
+        ops.zeros((batch, k, max_length), "int32"),
+        ops.where(first, 0.0, _NEG_INF) + ops.zeros((batch, k), "float32"),
+        ops.zeros((batch, max_length), "int32"),
+        ops.full((batch,), _NEG_INF, "float32"),
+        caches,
+    )
+    index, _, alive_ids, alive_log_p, best_ids, best_score, _ = ops.while_loop(
+        cond, body, loop_vars
+    )
+    # Live beams that reached max_length without EOS are hypotheses of that length too.
+    alive_score = alive_log_p[:, 0] / length_penalty(max_length, alpha)
+    take_alive = ops.logical_and(index >= max_length, ops.greater(alive_score, best_score))
+    ids = ops.where(ops.expand_dims(take_alive, 1), alive_ids[:, 0], best_ids)
+    scores = ops.where(take_alive, alive_score, best_score)
+    return ids, scores
