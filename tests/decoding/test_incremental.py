@@ -6,6 +6,7 @@ import tensorflow as tf
 from tests.decoding.common import numpy
 from zoo.data import BOS_ID
 from zoo.decoding import IncrementalTranslator, tile_for_beams
+from zoo.models import build_translator, translator_config
 
 
 def test_steps_equal_the_full_model(model, sources):
@@ -57,3 +58,16 @@ def test_a_model_without_the_layer_names_is_refused():
     model = keras.Model(inputs, keras.layers.Embedding(10, 4, name="words")(inputs))
     with pytest.raises(ValueError, match="source_embedding"):
         IncrementalTranslator(model)
+
+
+def test_cross_attention_weights_are_distributions_over_real_source_tokens():
+    model = build_translator(translator_config("tiny", vocab_size=40, decoder_layers=2))
+    translator = IncrementalTranslator(model)
+    source = np.array([[5, 6, 7, 0], [8, 9, 10, 11]], "int32")
+    target_in = np.array([[2, 12, 13], [2, 14, 0]], "int32")
+    weights = translator.cross_attention_weights(source, target_in)
+    assert len(weights) == 2
+    w = np.asarray(weights[-1])
+    assert w.shape == (2, 2, 3, 4)  # (B, N, T, S)
+    np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(w[0, :, :, 3], 0.0, atol=1e-7)  # the padded source token

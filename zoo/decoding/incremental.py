@@ -168,6 +168,33 @@ class IncrementalTranslator:
             logits = self._output_projection(y)  # (B, 1, V)
         return ops.cast(logits[:, 0, :], "float32"), tuple(new_caches)
 
+    def cross_attention_weights(self, source_ids, target_in):
+        """The cross-attention weights of every decoder block, for pictures.
+
+        Args:
+            source_ids: ``(B, S)`` int ids, 0-padded.
+            target_in: ``(B, T)`` int ids, BOS first (the decoder input).
+
+        Returns:
+            A list with one ``(B, N, T, S)`` array per decoder block: how much each target
+            position attends to each source token.
+        """
+        memory, source_padding = self.encode(source_ids)
+        target_in = ops.cast(target_in, "int32")
+        y = self._target_embedding(target_in, training=False)  # (B, T, D)
+        weights = []
+        for block in self._decoder_blocks:
+            y, _, cross = block(
+                y,
+                memory,
+                padding_mask=ops.not_equal(target_in, PAD_ID),
+                encoder_padding_mask=source_padding,
+                return_attention_scores=True,
+                training=False,
+            )
+            weights.append(cross)
+        return weights
+
     def full_logits(self, source_ids, target_in):
         """The whole model at once: ``(B, S)`` and ``(B, T)`` ids -> float32 ``(B, T, V)``."""
         inputs = {
