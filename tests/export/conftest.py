@@ -1,0 +1,40 @@
+"""One tiny translator with random weights and a tiny vocabulary, exported once for the package.
+
+The weights are random, so the translations are nonsense (byte pieces included), but they are
+long and varied: every search has real choices to make, and the comparisons with
+:func:`zoo.decoding.translate` are not between empty strings.
+"""
+
+import keras
+import pytest
+
+from zoo.data import SentencePieceTokenizer, load_multi30k, train_sentencepiece
+from zoo.export import export_translator
+from zoo.models import build_translator, translator_config
+
+VOCAB_SIZE = 400  # 256 byte pieces + 4 special ids + ~70 characters + a few words
+MAX_LENGTH = 16  # source and target positions: short loops, and truncation is easy to reach
+
+
+@pytest.fixture(scope="package")
+def model():
+    keras.utils.set_random_seed(3)
+    config = translator_config(
+        "tiny", vocab_size=VOCAB_SIZE, max_length=MAX_LENGTH, share_embeddings=False
+    )
+    return build_translator(config)
+
+
+@pytest.fixture(scope="package")
+def tokenizer(model, tmp_path_factory):
+    """A vocabulary of 1,000 Multi30k lines (500 pairs). It depends on ``model`` so that it is
+    made after ``keras.utils.set_random_seed``: tf.random.set_seed clears TensorFlow's kernel
+    cache, and with it the SentencePiece resource of a tf-text tokenizer made before."""
+    texts = [s for pair in load_multi30k("val")[:500] for s in pair]
+    prefix = tmp_path_factory.mktemp("export_spm") / "joint"
+    return SentencePieceTokenizer(train_sentencepiece(texts, prefix, vocab_size=VOCAB_SIZE))
+
+
+@pytest.fixture(scope="package")
+def export_dir(model, tokenizer, tmp_path_factory):
+    return export_translator(model, tokenizer, tmp_path_factory.mktemp("export") / "translator")

@@ -1,0 +1,280 @@
+"""The exported folder: files, signatures, and the SavedModel served by TensorFlow alone.
+
+The SavedModel is loaded in fresh processes where ``zoo`` cannot be imported: one imports
+``tensorflow`` and ``tensorflow_text`` as a TF user does, and runs every request of ``CASES``;
+the other cannot import Keras either (it loads tf-text's SentencePiece op library by path,
+since ``import tensorflow_text`` imports Keras for its own Keras layers), and proves that the
+SavedModel does not need Keras at all. Their translations must equal those of
+:func:`zoo.decoding.translate` on the in-memory model.
+"""
+
+import base64
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.export.conftest import MAX_LENGTH
+from tests.harness import load_in_fresh_process
+from zoo.data import UNK_ID, SentencePieceTokenizer
+from zoo.decoding import translate
+from zoo.export import MAX_BEAM_SIZE, SIGNATURES, export_translator
+
+SENTENCES = [
+    "A dog runs.",
+    "Two men are talking in the street.",
+    "A little girl climbing into a wooden playhouse.",
+    "Red car.",
+    "Ein Mann mit einem orangefarbenen Hut.",
+]
+MULTISCRIPT = ["A dog 🐶 runs 🏃‍♀️.", "一只狗在雪地里奔跑。", "Собака бежит по снегу.", "Ελληνικά ✓"]
+LONG = "A dog runs. " * 100  # hundreds of tokens, truncated to MAX_LENGTH
+LONGER = "A dog runs. " * 300  # the same first MAX_LENGTH tokens
+TRANSLATED = SENTENCES + MULTISCRIPT + [LONG, LONGER]
+INVALID = [b"A dog \xff runs.\xc3", b"\xc3\x28 two men", b"\x80\x80\xfe"]
+
+# name -> (signature, inputs, beam_size or None); run by the fresh process.
+CASES = {
+    "default": ("serving_default", TRANSLATED, None),
+    "greedy": ("translate_greedy", TRANSLATED, None),
+    "beam_2": ("translate_beam", TRANSLATED, 2),
+    "beam_default": ("translate_beam", SENTENCES, 4),
+    "beam_0": ("translate_beam", SENTENCES[:2], 0),
+    "beam_1": ("translate_beam", SENTENCES[:2], 1),
+    "beam_huge": ("translate_beam", SENTENCES[:2], 10**6),
+    "beam_max": ("translate_beam", SENTENCES[:2], MAX_BEAM_SIZE),
+    "empty": ("serving_default", [""], None),
+    "only_empty": ("translate_greedy", ["", "", ""], None),
+    "only_empty_beam": ("translate_beam", ["", ""], 3),
+    "empty_batch": ("serving_default", [], None),
+    "empty_batch_greedy": ("translate_greedy", [], None),
+    "empty_batch_beam": ("translate_beam", [], 2),
+    "mixed": ("translate_greedy", ["", SENTENCES[0], "   ", SENTENCES[1]], None),
+    "invalid_utf8": ("translate_greedy", INVALID, None),
+    "invalid_utf8_beam": ("serving_default", INVALID, None),
+}
+STRICT_CASES = ("default", "greedy", "beam_2")
+
+_SERVE_SCRIPT = textwrap.dedent(
+    """
+    import base64, json, sys
+    saved_model, cases_path, report_path, sentencepiece_ops = sys.argv[1:5]
+    blocked = ["zoo"] if not sentencepiece_ops else ["zoo", "keras", "tf_keras"]
+    for name in blocked:
+        sys.modules[name] = None  # any import of it raises ImportError
+    import tensorflow as tf
+    if sentencepiece_ops:
+        tf.load_op_library(sentencepiece_ops)
+    else:
+        import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
+    before = {name for name, module in sys.modules.items() if module is not None}
+    serving = tf.saved_model.load(saved_model)
+    outputs = {}
+    for name, (signature, inputs, beam_size) in json.load(open(cases_path)).items():
+        kwargs = {"inputs": tf.constant([base64.b64decode(s) for s in inputs], tf.string)}
+        if beam_size is not None:
+            kwargs["beam_size"] = tf.constant(beam_size, tf.int32)
+        translations = serving.signatures[signature](**kwargs)
+        outputs[name] = {
+            "keys": sorted(translations),
+            "shape": translations["translations"].shape.as_list(),
+            "texts": [base64.b64encode(t).decode() for t in translations["translations"].numpy()],
+        }
+    after = {name for name, module in sys.modules.items() if module is not None}
+    json.dump(
+        {
+            "outputs": outputs,
+            "signatures": sorted(serving.signatures),
+            "imported_by_the_saved_model": sorted(after - before),
+            "modules": sorted(after),
+        },
+        open(report_path, "w"),
+    )
+    """
+)
+
+
+def _b64(text):
+    return base64.b64encode(text if isinstance(text, bytes) else text.encode()).decode()
+
+
+def _serve(export_dir, tmp_path, cases, strict=False):
+    """Run ``cases`` against the SavedModel in a fresh process; return its report."""
+    cases_path = tmp_path / "cases.json"
+    report_path = tmp_path / "report.json"
+    encoded = {name: (sig, [_b64(t) for t in texts], k) for name, (sig, texts, k) in cases.items()}
+    cases_path.write_text(json.dumps(encoded))
+    ops = ""
+    if strict:
+        package = importlib.util.find_spec("tensorflow_text").submodule_search_locations[0]
+        ops = os.path.join(package, "python", "ops", "_sentencepiece_tokenizer.so")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
+    result = subprocess.run(
+        [sys.executable, "-c", _SERVE_SCRIPT, os.path.join(export_dir, "serving"),
+         str(cases_path), str(report_path), ops],
+        capture_output=True, text=True, env=dict(env, TF_CPP_MIN_LOG_LEVEL="3"),
+        cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, f"serving in a fresh process failed:\n{result.stderr[-4000:]}"
+    report = json.loads(report_path.read_text())
+    for output in report["outputs"].values():
+        # Strict decoding: every translation is valid UTF-8.
+        output["texts"] = [base64.b64decode(t).decode("utf-8") for t in output["texts"]]
+    return report
+
+
+@pytest.fixture(scope="module")
+def served(export_dir, tmp_path_factory):
+    return _serve(export_dir, tmp_path_factory.mktemp("serve"), CASES)
+
+
+@pytest.fixture(scope="module")
+def references(model, tokenizer):
+    """The in-memory translations, by zoo.decoding.translate (XLA)."""
+    return {
+        "beam": translate(model, tokenizer, TRANSLATED, beam_size=4, alpha=0.6),
+        "greedy": translate(model, tokenizer, TRANSLATED, method="greedy"),
+        "beam_2": translate(model, tokenizer, TRANSLATED, beam_size=2, alpha=0.6),
+    }
+
+
+def test_the_exported_files(export_dir, tokenizer):
+    assert sorted(os.listdir(export_dir)) >= ["model.keras", "sentencepiece.model", "serving"]
+    with open(os.path.join(export_dir, "sentencepiece.model"), "rb") as f:
+        assert f.read() == tokenizer.model_proto
+    assert os.path.isfile(os.path.join(export_dir, "serving", "saved_model.pb"))
+
+
+def test_model_keras_loads_in_a_fresh_process(model, export_dir):
+    rng = np.random.default_rng(0)
+    inputs = {
+        "source": rng.integers(4, 400, (2, 7)).astype("int32"),
+        "target_in": rng.integers(4, 400, (2, 5)).astype("int32"),
+    }
+    inputs["source"][1, 4:] = 0
+    (loaded,) = load_in_fresh_process(os.path.join(export_dir, "model.keras"), inputs)
+    np.testing.assert_allclose(loaded, np.asarray(model(inputs)), atol=1e-5)
+
+
+def test_saved_model_cli_lists_the_signatures(export_dir):
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    result = subprocess.run(
+        [cli, "show", "--all", "--dir", os.path.join(export_dir, "serving")],
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-4000:]
+    shown = {}
+    for block in result.stdout.split("signature_def['")[1:]:
+        name, body = block.split("']", 1)
+        shown[name] = body.split("Method name is")[0]
+    assert set(SIGNATURES) <= set(shown), result.stdout
+    for name in SIGNATURES:
+        inputs, outputs = shown[name].split("following output(s):")
+        assert "inputs['inputs'] tensor_info:" in inputs and "DT_STRING" in inputs
+        assert "shape: (-1)" in inputs
+        assert "outputs['translations'] tensor_info:" in outputs and "DT_STRING" in outputs
+        assert ("inputs['beam_size']" in inputs) == (name == "translate_beam")
+    assert "DT_INT32" in shown["translate_beam"] and "shape: ()" in shown["translate_beam"]
+
+
+def test_the_saved_model_needs_neither_zoo_nor_its_own_keras(served):
+    # `import tensorflow` (and tensorflow_text's Keras layers) import keras by themselves;
+    # loading and running the SavedModel imports no further keras module, and zoo not at all.
+    assert set(SIGNATURES) <= set(served["signatures"])
+    roots = {name.split(".")[0] for name in served["imported_by_the_saved_model"]}
+    assert not roots & {"zoo", "keras", "tf_keras"}, served["imported_by_the_saved_model"]
+    assert not [name for name in served["modules"] if name.split(".")[0] == "zoo"]
+
+
+def test_the_saved_model_runs_where_keras_cannot_be_imported(export_dir, served, tmp_path):
+    strict = _serve(export_dir, tmp_path, {n: CASES[n] for n in STRICT_CASES}, strict=True)
+    assert not [name for name in strict["modules"] if name.split(".")[0] in ("zoo", "keras")]
+    for name in STRICT_CASES:
+        assert strict["outputs"][name]["texts"] == served["outputs"][name]["texts"], name
+
+
+def test_translations_equal_translate_of_the_in_memory_model(served, references):
+    outputs = {name: output["texts"] for name, output in served["outputs"].items()}
+    assert all(output["keys"] == ["translations"] for output in served["outputs"].values())
+    assert len(set(references["greedy"])) > 3, references["greedy"]  # not all alike
+    assert outputs["greedy"] == references["greedy"]
+    assert outputs["default"] == references["beam"]
+    assert outputs["beam_2"] == references["beam_2"]
+    assert outputs["beam_default"] == references["beam"][: len(SENTENCES)]
+
+
+def test_beam_size_is_clamped(served):
+    outputs = {name: output["texts"] for name, output in served["outputs"].items()}
+    assert outputs["beam_0"] == outputs["beam_1"]
+    assert outputs["beam_huge"] == outputs["beam_max"]
+
+
+def test_empty_inputs_give_empty_translations(served, references):
+    outputs = served["outputs"]
+    assert outputs["empty"]["texts"] == [""]
+    assert outputs["only_empty"]["texts"] == ["", "", ""]
+    assert outputs["only_empty_beam"]["texts"] == ["", ""]
+    for name in ("empty_batch", "empty_batch_greedy", "empty_batch_beam"):
+        assert outputs[name]["shape"] == [0] and outputs[name]["texts"] == [], name
+    greedy = references["greedy"]
+    assert outputs["mixed"]["texts"] == ["", greedy[0], "", greedy[1]]
+
+
+def test_long_inputs_are_truncated(served, references, tokenizer):
+    assert len(tokenizer.tokenize(tf.constant([LONG]))[0]) > 10 * MAX_LENGTH
+    for name in ("default", "greedy", "beam_2"):
+        texts = served["outputs"][name]["texts"]
+        # Both read only their first MAX_LENGTH tokens, which are the same.
+        assert texts[TRANSLATED.index(LONG)] == texts[TRANSLATED.index(LONGER)]
+
+
+def test_invalid_utf8_is_replaced(model, tokenizer, served):
+    repaired = [text.decode("utf-8", errors="replace") for text in INVALID]
+    assert all("\ufffd" in text for text in repaired)
+    # SentencePiece's normalization drops U+FFFD: the last input, nothing but invalid bytes,
+    # has no tokens left, and translates to "".
+    assert tokenizer.tokenize(tf.constant(repaired[-1:])).row_lengths().numpy().tolist() == [0]
+    expected = translate(model, tokenizer, repaired[:-1], method="greedy") + [""]
+    assert served["outputs"]["invalid_utf8"]["texts"] == expected
+    assert len(served["outputs"]["invalid_utf8_beam"]["texts"]) == len(INVALID)
+
+
+def test_other_scripts_and_emoji_pass_through_the_tokenizer(export_dir, served):
+    exported = SentencePieceTokenizer(os.path.join(export_dir, "sentencepiece.model"))
+    ids = exported.tokenize(tf.constant(MULTISCRIPT))
+    assert not np.any(ids.flat_values.numpy() == UNK_ID)  # byte fallback, never <unk>
+    roundtrip = [text.decode("utf-8") for text in exported.detokenize(ids).numpy()]
+    assert roundtrip == MULTISCRIPT
+    first = TRANSLATED.index(MULTISCRIPT[0])
+    assert all(served["outputs"]["default"]["texts"][first : first + len(MULTISCRIPT)])
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"max_input_length": MAX_LENGTH + 1}, "source positions"),
+        ({"max_output_length": MAX_LENGTH + 1}, "target positions"),
+        ({"max_input_length": 0}, "positive int"),
+        ({"default_beam_size": 0}, "positive int"),
+        ({"default_beam_size": MAX_BEAM_SIZE + 1}, "at most"),
+    ],
+)
+def test_bad_settings_are_refused_before_writing(model, tokenizer, tmp_path, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        export_translator(model, tokenizer, tmp_path / "out", **kwargs)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_vocabulary_of_another_size_is_refused(tokenizer, tmp_path):
+    from zoo.models import build_translator, translator_config
+
+    other = build_translator(translator_config("tiny", vocab_size=500, max_length=MAX_LENGTH))
+    with pytest.raises(ValueError, match="vocab_size=500"):
+        export_translator(other, tokenizer, tmp_path / "out")

@@ -1,0 +1,16 @@
+"""zoo.export: the ``.keras`` model, its vocabulary and a serving SavedModel with tf-text inside.
+
+:func:`export_translator` writes a folder that a Python user (``model.keras`` with ``import zoo``)
+and a TensorFlow Serving user (``serving/``, strings in and strings out) can both use;
+``python -m zoo.export.compare DIR [DIR ...]`` prints the translations of exported folders side
+by side.
+"""
+
+from zoo.export.translator_serving import (
+    MAX_BEAM_SIZE,
+    SIGNATURES,
+    TranslatorServing,
+    export_translator,
+)
+
+__all__ = ["MAX_BEAM_SIZE", "SIGNATURES", "TranslatorServing", "export_translator"]

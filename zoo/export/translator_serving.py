@@ -1,0 +1,364 @@
+"""Export a translator for serving: the ``.keras`` model, its vocabulary, and a SavedModel.
+
+:func:`export_translator` writes three things into one folder::
+
+    output_dir/
+      model.keras           the Keras model (``keras.models.load_model`` after ``import zoo``)
+      sentencepiece.model   the SentencePiece vocabulary (the same bytes as the tokenizer's)
+      serving/              a TensorFlow SavedModel: strings in, strings out
+
+The SavedModel is built from :class:`TranslatorServing`, a ``tf.Module`` whose functions run
+the whole translation in the graph: UTF-8 repair, SentencePiece tokenization (tf-text, from the
+model bytes of the vocabulary), truncation, the decoding loop of :mod:`zoo.decoding` with the KV
+caches, the cut after EOS and detokenization. Loading it needs TensorFlow and the tf-text ops
+(``import tensorflow_text``), not zoo and not Keras; TensorFlow Serving images that include the
+tf-text ops serve it as it is.
+
+The signatures (``saved_model_cli show --all --dir output_dir/serving`` lists them):
+
+- ``serving_default``: ``inputs`` (``tf.string``, shape ``[None]``) -> ``translations``
+  (``tf.string``, shape ``[None]``); beam search with the beam size given at export
+  (``default_beam_size``).
+- ``translate_greedy``: ``inputs`` -> ``translations``, as above; greedy search.
+- ``translate_beam``: ``inputs`` and ``beam_size`` (``tf.int32`` scalar, shape ``[]``) ->
+  ``translations``; beam search with the beam size of the request, clamped to
+  ``[1, MAX_BEAM_SIZE]``.
+
+Beam search ranks hypotheses by the GNMT length penalty with the ``alpha`` given at export. For
+every signature:
+
+- ``inputs`` is a batch of sentences (B may be 0); ``translations[i]`` is the translation of
+  ``inputs[i]``, always valid UTF-8.
+- Invalid UTF-8 in an input is replaced by U+FFFD (``tf.strings.unicode_transcode`` with
+  ``errors="replace"``) before tokenization, so a bad request never fails; SentencePiece's
+  normalization then drops the U+FFFD, so invalid bytes are in effect ignored.
+- Characters outside the vocabulary (emoji, other scripts) are tokenized as their UTF-8 bytes
+  (SentencePiece byte fallback, for vocabularies of :func:`zoo.data.train_sentencepiece`).
+- A sentence is truncated to its first ``max_input_length`` tokens (the export setting, by
+  default the model's ``max_length``); the tokens after them are ignored, never an error.
+- An input with no tokens (the empty string, only whitespace, only invalid bytes) translates
+  to ``""`` and costs no decoding.
+- A translation has at most ``max_output_length`` tokens; it ends at the first EOS.
+
+The functions run in plain graph mode (no XLA). In Python::
+
+    import tensorflow as tf
+    import tensorflow_text  # registers the SentencePiece ops
+
+    translator = tf.saved_model.load("output_dir/serving")
+    translate = translator.signatures["translate_beam"]
+    translate(inputs=tf.constant(["A dog runs."]), beam_size=tf.constant(5))["translations"]
+
+With TensorFlow Serving's REST API, in the columnar ("inputs") format, since ``beam_size`` is
+a scalar and not one value per sentence::
+
+    POST /v1/models/translator:predict
+    {"signature_name": "translate_beam", "inputs": {"inputs": ["A dog runs."], "beam_size": 5}}
+    -> {"outputs": ["Ein Hund rennt."]}
+
+References:
+    Vaswani et al. 2017, "Attention Is All You Need" (the model); Wu et al. 2016, "Google's
+    Neural Machine Translation System" (beam search with a length penalty); Kudo and Richardson
+    2018, "SentencePiece" (the tokenizer).
+"""
+
+import os
+
+import tensorflow as tf
+
+from zoo.data.sentencepiece_vocab import PAD_ID, SentencePieceTokenizer
+from zoo.decoding import IncrementalTranslator, beam_search, greedy_search
+
+__all__ = ["MAX_BEAM_SIZE", "SIGNATURES", "TranslatorServing", "export_translator"]
+
+MAX_BEAM_SIZE = 16  # the largest beam of `translate_beam`; larger requests are clamped to it
+SIGNATURES = ("serving_default", "translate_greedy", "translate_beam")
+MODEL_FILE = "model.keras"
+VOCABULARY_FILE = "sentencepiece.model"
+SERVING_DIR = "serving"
+
+_STRINGS = tf.TensorSpec([None], tf.string, name="inputs")
+_BEAM_SIZE = tf.TensorSpec([], tf.int32, name="beam_size")
+
+
+def _source_positions(model):
+    """The number of source positions of a translator's embedding (None when unbounded)."""
+    names = {layer.name for layer in model.layers}
+    name = "embedding" if "embedding" in names else "source_embedding"
+    if name not in names:
+        raise ValueError(
+            f"Model {model.name!r} has no layer 'embedding' or 'source_embedding': it is not a "
+            "translator of zoo.models.build_translator."
+        )
+    return model.get_layer(name).max_length
+
+
+def _positive_int(value, name):
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}.")
+    return value
+
+
+class TranslatorServing(tf.Module):
+    """A translator and its tokenizer as a ``tf.Module``: sentences in, sentences out, in-graph.
+
+    Its three ``tf.function`` methods are the signatures of the SavedModel written by
+    :meth:`save` (see the table of :mod:`zoo.export.translator_serving`). They trace in plain
+    TensorFlow graph mode, without XLA: the tf-text tokenizer ops and a beam size that comes
+    with the request do not compile with XLA. The module tracks the model's variables and the
+    tokenizer's resource, not the Keras model itself, so the SavedModel holds no Keras objects.
+
+    Args:
+        model: a translator of :func:`zoo.models.build_translator`.
+        tokenizer: its :class:`zoo.data.SentencePieceTokenizer` (or the path or bytes of the
+            ``.model`` file). The vocabulary must have the model's size, pad id 0, a BOS and an
+            EOS id; BOS starts every target and EOS ends it.
+        max_input_length: the most source tokens read per sentence; longer sentences are
+            truncated. Defaults to the model's source positions (``config.max_length``).
+        max_output_length: the most target tokens per translation (EOS included). Defaults to
+            the model's target positions.
+        default_beam_size: the beam size of ``serving_default``.
+        alpha: the length-penalty exponent of beam search.
+        name: the module name.
+
+    Attributes:
+        tokenizer: the tokenizer (a ``tf.Module``).
+        model_variables: the model's variables, tracked for the SavedModel.
+        max_input_length, max_output_length, default_beam_size, alpha: the settings above.
+
+    Example:
+        >>> import os, tempfile
+        >>> from zoo.data import load_multi30k, train_sentencepiece
+        >>> from zoo.models import build_translator, translator_config
+        >>> texts = [s for pair in load_multi30k("val") for s in pair]
+        >>> vocab = train_sentencepiece(texts, os.path.join(tempfile.mkdtemp(), "sp"), 400)
+        >>> model = build_translator(translator_config("tiny", vocab_size=400))
+        >>> serving = TranslatorServing(model, vocab, max_output_length=8)
+        >>> serving.translate_greedy(tf.constant(["A dog runs.", ""]))["translations"].shape
+        TensorShape([2])
+    """
+
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        max_input_length=None,
+        max_output_length=None,
+        default_beam_size=4,
+        alpha=0.6,
+        name="translator_serving",
+    ):
+        super().__init__(name=name)
+        # A tokenizer of its own, from the same model bytes: tf-text's SentencePiece resource
+        # belongs to the eager kernel that made it, and dies when TensorFlow clears its kernel
+        # cache (tf.random.set_seed does), so a tokenizer made earlier may be unusable.
+        if isinstance(tokenizer, SentencePieceTokenizer):
+            tokenizer = tokenizer.model_proto
+        tokenizer = SentencePieceTokenizer(tokenizer)
+        translator = IncrementalTranslator(model)
+        if tokenizer.pad_id != PAD_ID or tokenizer.bos_id < 0 or tokenizer.eos_id < 0:
+            raise ValueError(
+                f"The vocabulary needs pad id {PAD_ID}, a BOS and an EOS id; it has pad id "
+                f"{tokenizer.pad_id}, BOS {tokenizer.bos_id}, EOS {tokenizer.eos_id}."
+            )
+        if tokenizer.vocab_size != translator.vocab_size:
+            raise ValueError(
+                f"The vocabulary has {tokenizer.vocab_size} pieces but the model "
+                f"{model.name!r} has vocab_size={translator.vocab_size}: not its vocabulary."
+            )
+        source_positions = _source_positions(model)
+        if max_input_length is None:
+            max_input_length = source_positions
+        if max_output_length is None:
+            max_output_length = translator.max_length
+        if max_input_length is None or max_output_length is None:
+            raise ValueError(
+                "The model's embedding has no max_length: pass max_input_length and "
+                "max_output_length."
+            )
+        _positive_int(max_input_length, "max_input_length")
+        _positive_int(max_output_length, "max_output_length")
+        if source_positions is not None and max_input_length > source_positions:
+            raise ValueError(
+                f"max_input_length={max_input_length} is more than the model's "
+                f"{source_positions} source positions."
+            )
+        if translator.max_length is not None and max_output_length > translator.max_length:
+            raise ValueError(
+                f"max_output_length={max_output_length} is more than the model's "
+                f"{translator.max_length} target positions."
+            )
+        _positive_int(default_beam_size, "default_beam_size")
+        if default_beam_size > MAX_BEAM_SIZE:
+            raise ValueError(f"default_beam_size must be at most {MAX_BEAM_SIZE}.")
+
+        self.tokenizer = tokenizer
+        self.model_variables = list(model.variables)
+        self.max_input_length = max_input_length
+        self.max_output_length = max_output_length
+        self.default_beam_size = default_beam_size
+        self.alpha = float(alpha)
+        self._translator = translator  # a plain object: not tracked, holds no state
+        self._ids = {"bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
+
+    # ------------------------------------------------------------------ signatures
+    @tf.function(input_signature=[_STRINGS])
+    def translate(self, inputs):
+        """``serving_default``: beam search with ``default_beam_size``.
+
+        Args:
+            inputs: ``tf.string`` ``[None]``, the sentences (any bytes).
+
+        Returns:
+            ``{"translations": tf.string [None]}``, one UTF-8 translation per input.
+        """
+        return {"translations": self._translate(inputs, "beam", self.default_beam_size)}
+
+    @tf.function(input_signature=[_STRINGS])
+    def translate_greedy(self, inputs):
+        """``translate_greedy``: greedy search.
+
+        Args:
+            inputs: ``tf.string`` ``[None]``, the sentences (any bytes).
+
+        Returns:
+            ``{"translations": tf.string [None]}``, one UTF-8 translation per input.
+        """
+        return {"translations": self._translate(inputs, "greedy", None)}
+
+    @tf.function(input_signature=[_STRINGS, _BEAM_SIZE])
+    def translate_beam(self, inputs, beam_size):
+        """``translate_beam``: beam search with the beam size of the request.
+
+        Args:
+            inputs: ``tf.string`` ``[None]``, the sentences (any bytes).
+            beam_size: ``tf.int32`` scalar, clamped to ``[1, MAX_BEAM_SIZE]``.
+
+        Returns:
+            ``{"translations": tf.string [None]}``, one UTF-8 translation per input.
+        """
+        beam_size = tf.clip_by_value(beam_size, 1, MAX_BEAM_SIZE)
+        return {"translations": self._translate(inputs, "beam", beam_size)}
+
+    def save(self, path):
+        """Write the SavedModel with the three signatures to ``path``; return ``path``."""
+        signatures = {
+            "serving_default": self.translate,
+            "translate_greedy": self.translate_greedy,
+            "translate_beam": self.translate_beam,
+        }
+        tf.saved_model.save(self, os.fspath(path), signatures=signatures)
+        return os.fspath(path)
+
+    # ------------------------------------------------------------------ the graph
+    def _translate(self, inputs, method, beam_size):
+        batch = tf.shape(inputs)[0]
+        texts = tf.strings.unicode_transcode(
+            inputs, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+        )
+        tokens = self.tokenizer.tokenize(texts)[:, : self.max_input_length]  # (B, None)
+        # Only the sentences with tokens are decoded; the others translate to "".
+        keep = tf.where(tokens.row_lengths() > 0)[:, 0]  # (B',) int64
+        source = tf.gather(tokens, keep).to_tensor(default_value=PAD_ID)  # (B', S)
+
+        def decode():
+            if method == "greedy":
+                ids = greedy_search(
+                    self._translator, source, self.max_output_length, **self._ids
+                )
+            else:
+                ids, _ = beam_search(
+                    self._translator,
+                    source,
+                    beam_size=beam_size,
+                    max_length=self.max_output_length,
+                    alpha=self.alpha,
+                    **self._ids,
+                )
+            ids = tf.convert_to_tensor(ids)  # (B', L)
+            # Cut after the first EOS (the searches already pad with 0 there).
+            eos_seen = tf.cumsum(tf.cast(tf.equal(ids, self._ids["eos_id"]), tf.int32), axis=1)
+            ids = tf.where(tf.equal(eos_seen, 0), ids, PAD_ID)
+            return self.tokenizer.detokenize(ids)  # (B',)
+
+        translations = tf.cond(
+            tf.size(keep) > 0, decode, lambda: tf.zeros([0], tf.string)
+        )  # (B',)
+        # Byte pieces can spell invalid UTF-8: replace it, so every output is valid text.
+        translations = tf.strings.unicode_transcode(
+            translations, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+        )
+        return tf.tensor_scatter_nd_update(
+            tf.fill([batch], ""), tf.expand_dims(keep, 1), translations
+        )  # (B,)
+
+
+def export_translator(
+    model,
+    tokenizer,
+    output_dir,
+    max_input_length=None,
+    max_output_length=None,
+    default_beam_size=4,
+    alpha=0.6,
+):
+    """Write ``model.keras``, ``sentencepiece.model`` and the ``serving/`` SavedModel.
+
+    The SavedModel's signatures, ``serving_default`` (beam search with ``default_beam_size``),
+    ``translate_greedy`` and ``translate_beam`` (with a ``beam_size`` input), map ``inputs``
+    (``tf.string [None]``) to ``translations`` (``tf.string [None]``); the module docstring of
+    :mod:`zoo.export.translator_serving` states the contract (UTF-8 repair, truncation to
+    ``max_input_length`` tokens, empty input to empty output). Everything is checked before
+    anything is written.
+
+    Args:
+        model: a translator of :func:`zoo.models.build_translator`.
+        tokenizer: its :class:`zoo.data.SentencePieceTokenizer`, or the path of its ``.model``.
+        output_dir: the folder to write (created if missing; files in it are overwritten).
+        max_input_length: the most source tokens read per sentence (longer sentences are
+            truncated); defaults to the model's ``max_length``.
+        max_output_length: the most target tokens per translation; defaults to the model's
+            ``max_length``.
+        default_beam_size: the beam size of ``serving_default``, at most :data:`MAX_BEAM_SIZE`.
+        alpha: the exponent of the GNMT length penalty of beam search.
+
+    Returns:
+        ``output_dir``, as a ``str``.
+
+    Raises:
+        ValueError: a model that is not a translator, a vocabulary that does not fit it, or a
+            length or beam size out of range.
+
+    Example:
+        >>> import os, tempfile
+        >>> from zoo.data import SentencePieceTokenizer, load_multi30k, train_sentencepiece
+        >>> from zoo.models import build_translator, translator_config
+        >>> texts = [s for pair in load_multi30k("val") for s in pair]
+        >>> vocab = train_sentencepiece(texts, os.path.join(tempfile.mkdtemp(), "sp"), 400)
+        >>> model = build_translator(translator_config("tiny", vocab_size=400))
+        >>> out = os.path.join(tempfile.mkdtemp(), "translator")
+        >>> out = export_translator(model, SentencePieceTokenizer(vocab), out)
+        >>> sorted(os.listdir(out))
+        ['model.keras', 'sentencepiece.model', 'serving']
+        >>> import tensorflow_text  # registers the SentencePiece ops
+        >>> serving = tf.saved_model.load(os.path.join(out, "serving"))
+        >>> translate = serving.signatures["translate_beam"]
+        >>> outputs = translate(inputs=tf.constant(["A dog runs.", ""]), beam_size=tf.constant(2))
+        >>> list(outputs), outputs["translations"].shape, outputs["translations"][1].numpy()
+        (['translations'], TensorShape([2]), b'')
+    """
+    serving = TranslatorServing(
+        model,
+        tokenizer,
+        max_input_length=max_input_length,
+        max_output_length=max_output_length,
+        default_beam_size=default_beam_size,
+        alpha=alpha,
+    )
+    output_dir = os.fspath(output_dir)
+    os.makedirs(output_dir, exist_ok=True)
+    model.save(os.path.join(output_dir, MODEL_FILE))
+    with open(os.path.join(output_dir, VOCABULARY_FILE), "wb") as f:
+        f.write(serving.tokenizer.model_proto)
+    serving.save(os.path.join(output_dir, SERVING_DIR))
+    return output_dir
