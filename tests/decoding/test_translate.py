@@ -66,3 +66,10 @@ def test_bad_arguments(model, tokenizer):
         translate(model, tokenizer, SENTENCES, method="viterbi")
     with pytest.raises(TypeError, match="list"):
         translate(model, tokenizer, "A dog runs.")
+
+
+@pytest.mark.parametrize("method", ["greedy", "beam"])
+def test_empty_sentences_translate_to_the_empty_string(model, tokenizer, method):
+    texts = translate(model, tokenizer, ["", "A dog runs.", "   "], method=method)
+    assert texts[0] == "" and texts[2] == ""
+    assert texts[1] == translate(model, tokenizer, ["A dog runs."], method=method)[0]

@@ -56,7 +56,8 @@ def translate(
             gives the same translations on every call; without one they change).
 
     Returns:
-        A list of ``str``, one translation per sentence.
+        A list of ``str``, one translation per sentence; a sentence with no tokens (empty or
+        blank) gives the empty string.
 
     Example:
         >>> import os, tempfile
@@ -132,6 +133,8 @@ def _make_translate_function(tf, translator, tokenizer, method, beam_size, max_l
         # Cut after the first EOS (the searches already pad with 0 there).
         before_eos = tf.equal(tf.cumsum(tf.cast(tf.equal(ids, eos_id), tf.int32), axis=1), 0)
         ids = tf.where(before_eos, ids, PAD_ID)
-        return tokenizer.detokenize(ids)
+        # A sentence with no tokens (empty, blank) translates to the empty string.
+        has_tokens = tf.reduce_any(tf.not_equal(source, PAD_ID), axis=1)
+        return tf.where(has_tokens, tokenizer.detokenize(ids), "")
 
     return run
