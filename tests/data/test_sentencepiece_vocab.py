@@ -150,3 +150,14 @@ def test_not_a_model_file(tmp_path):
     path.write_bytes(b"this is not a protobuf")
     with pytest.raises(ValueError, match=f"{path} is not a SentencePiece model"):
         SentencePieceTokenizer(path)
+
+
+def test_tokenizer_survives_a_later_random_seed(sp_model_path):
+    # tf.random.set_seed clears the kernel cache and with it tf-text's resource (tf-text #570).
+    import keras
+
+    tokenizer = SentencePieceTokenizer(sp_model_path)
+    before = tokenizer.tokenize(["A dog runs."]).to_list()
+    keras.utils.set_random_seed(0)
+    assert tokenizer.tokenize(["A dog runs."]).to_list() == before
+    assert tokenizer.detokenize(tokenizer.tokenize(["A dog runs."])).numpy().tolist() == [b"A dog runs."]

@@ -198,8 +198,27 @@ class SentencePieceTokenizer(tf.Module):
         self.unk_id = processor.unk_id()
         self.bos_id = processor.bos_id()
         self.eos_id = processor.eos_id()
+        self._build()
+
+    def _build(self):
         with self.name_scope:
-            self._tokenizer = tf_text.SentencepieceTokenizer(model=proto, out_type=tf.int32)
+            self._tokenizer = tf_text.SentencepieceTokenizer(model=self.model_proto, out_type=tf.int32)
+
+    def _run(self, method, *args):
+        """Run a tf-text method; in eager mode, rebuild the op once if its resource vanished.
+
+        ``tf.random.set_seed`` (and so ``keras.utils.set_random_seed``) clears TensorFlow's
+        kernel cache, which deletes the SentencePiece resource of every tf-text tokenizer made
+        before it (tensorflow/text#570). Eagerly we rebuild it; inside an already traced
+        ``tf.function`` that cannot be done, so set seeds before making tokenizers.
+        """
+        try:
+            return getattr(self._tokenizer, method)(*args)
+        except tf.errors.NotFoundError:
+            if not tf.executing_eagerly():
+                raise
+            self._build()
+            return getattr(self._tokenizer, method)(*args)
 
     def tokenize(self, strings):
         """Tokenize UTF-8 strings into ids.
@@ -211,7 +230,7 @@ class SentencePieceTokenizer(tf.Module):
             ``int32`` ids: a ``tf.RaggedTensor`` of shape ``(B, None)`` for a ``(B,)`` input, a
             dense ``(T,)`` tensor for a scalar. No BOS or EOS is added.
         """
-        return self._tokenizer.tokenize(strings)
+        return self._run("tokenize", strings)
 
     def detokenize(self, ids):
         """Turn ids back into UTF-8 strings.
@@ -227,8 +246,8 @@ class SentencePieceTokenizer(tf.Module):
         """
         if not isinstance(ids, tf.RaggedTensor):
             ids = tf.convert_to_tensor(ids)
-        return self._tokenizer.detokenize(tf.cast(ids, tf.int32))
+        return self._run("detokenize", tf.cast(ids, tf.int32))
 
     def id_to_piece(self, ids):
         """The pieces (``tf.string``) of integer ids, with the shape of ``ids``."""
-        return self._tokenizer.id_to_string(tf.cast(ids, tf.int32))
+        return self._run("id_to_string", tf.cast(ids, tf.int32))
