@@ -20,11 +20,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.export.conftest import MAX_LENGTH
+from tests.export.conftest import MAX_LENGTH, VOCAB_SIZE
 from tests.harness import load_in_fresh_process
 from zoo.data import UNK_ID, SentencePieceTokenizer
 from zoo.decoding import translate
 from zoo.export import MAX_BEAM_SIZE, SIGNATURES, export_translator
+from zoo.models import build_translator, translator_config
 
 SENTENCES = [
     "A dog runs.",
@@ -278,3 +279,22 @@ def test_a_vocabulary_of_another_size_is_refused(tokenizer, tmp_path):
     other = build_translator(translator_config("tiny", vocab_size=500, max_length=MAX_LENGTH))
     with pytest.raises(ValueError, match="vocab_size=500"):
         export_translator(other, tokenizer, tmp_path / "out")
+
+
+def test_the_keras_file_has_no_optimizer_state(model, tokenizer, tmp_path):
+    import zipfile
+
+    import h5py
+
+    from zoo.training import compile_translator
+
+    config = translator_config("tiny", vocab_size=VOCAB_SIZE, max_length=MAX_LENGTH,
+                               share_embeddings=False)
+    trained = compile_translator(build_translator(config), config)
+    trained.optimizer.build(trained.trainable_variables)  # as after training
+    trained.set_weights(model.get_weights())
+    out = export_translator(trained, tokenizer, str(tmp_path / "export"))
+    with zipfile.ZipFile(os.path.join(out, "model.keras")) as archive:
+        with archive.open("model.weights.h5") as f, h5py.File(f) as weights:
+            assert "optimizer" not in weights
+            assert "layers" in weights

@@ -64,6 +64,7 @@ References:
 
 import os
 
+import keras
 import tensorflow as tf
 
 from zoo.data.sentencepiece_vocab import PAD_ID, SentencePieceTokenizer
@@ -357,7 +358,10 @@ def export_translator(
     )
     output_dir = os.fspath(output_dir)
     os.makedirs(output_dir, exist_ok=True)
-    model.save(os.path.join(output_dir, MODEL_FILE))
+    # The shipped file is for inference: a compiled model's .keras file also carries the
+    # optimizer state (twice the weights again), so save an uncompiled model of the same layers.
+    inference_model = keras.Model(model.input, model.output, name=model.name)
+    inference_model.save(os.path.join(output_dir, MODEL_FILE))
     with open(os.path.join(output_dir, VOCABULARY_FILE), "wb") as f:
         f.write(serving.tokenizer.model_proto)
     serving.save(os.path.join(output_dir, SERVING_DIR))
