@@ -205,20 +205,20 @@ class SentencePieceTokenizer(tf.Module):
             self._tokenizer = tf_text.SentencepieceTokenizer(model=self.model_proto, out_type=tf.int32)
 
     def _run(self, method, *args):
-        """Run a tf-text method; in eager mode, rebuild the op once if its resource vanished.
+        """Run a tf-text method, first rebuilding the op if its resource has vanished.
 
         ``tf.random.set_seed`` (and so ``keras.utils.set_random_seed``) clears TensorFlow's
         kernel cache, which deletes the SentencePiece resource of every tf-text tokenizer made
-        before it (tensorflow/text#570). Eagerly we rebuild it; inside an already traced
-        ``tf.function`` that cannot be done, so set seeds before making tokenizers.
+        before it (tensorflow/text#570). A tiny eager probe (lifted out of any graph being
+        traced, so tf.data and tf.function see a live tokenizer) finds that out. A function
+        traced before the reset keeps the dead resource: trace after seeding.
         """
-        try:
-            return getattr(self._tokenizer, method)(*args)
-        except tf.errors.NotFoundError:
-            if not tf.executing_eagerly():
-                raise
-            self._build()
-            return getattr(self._tokenizer, method)(*args)
+        with tf.init_scope():
+            try:
+                self._tokenizer.tokenize("")
+            except tf.errors.NotFoundError:
+                self._build()
+        return getattr(self._tokenizer, method)(*args)
 
     def tokenize(self, strings):
         """Tokenize UTF-8 strings into ids.
