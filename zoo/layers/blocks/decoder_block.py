@@ -218,21 +218,15 @@ class TransformerDecoderBlock(_TransformerBlock):
             cross_cache = self.compute_cross_cache(encoder_output)  # (B, 2, S, N, H)
 
         # Causal self-attention sublayer.
-        x, self_extra = self._residual(
+        x, self_extra = self._self_attention_sublayer(
             x,
-            lambda h: self.self_attention_layer(
-                h,
-                padding_mask=padding_mask,
-                attention_mask=attention_mask,
-                use_causal_mask=use_causal_mask,
-                cache=self_cache,
-                cache_index=cache_index,
-                return_attention_scores=return_attention_scores,
-                training=training,
-            ),
-            self.self_attention_norm,
-            self.self_attention_residual_dropout,
             training,
+            padding_mask=padding_mask,
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+            cache=self_cache,
+            cache_index=cache_index,
+            return_attention_scores=return_attention_scores,
         )
         weights = self_extra[:1] if return_attention_scores else ()  # (B, N, T, T|max_length)
         caches = self_extra[-1:] if caching else ()  # (B, 2, max_length, N, H)

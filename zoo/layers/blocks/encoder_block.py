@@ -151,6 +151,16 @@ class _TransformerBlock(keras.layers.Layer):
             x = norm(x)
         return x, outputs[1:]
 
+    def _self_attention_sublayer(self, x, training, **attention_kwargs):
+        """Self-attention in its residual connection; returns ``x`` and its further outputs."""
+        return self._residual(
+            x,
+            lambda h: self.self_attention_layer(h, training=training, **attention_kwargs),
+            self.self_attention_norm,
+            self.self_attention_residual_dropout,
+            training,
+        )
+
     def _feed_forward_sublayer(self, x, training):
         x, _ = self._residual(
             x,
@@ -261,19 +271,13 @@ class TransformerEncoderBlock(_TransformerBlock):
     ):
         if padding_mask is None:
             padding_mask = implicit_mask(x)  # (B, T) or None
-        x, weights = self._residual(
+        x, weights = self._self_attention_sublayer(
             x,
-            lambda h: self.self_attention_layer(
-                h,
-                padding_mask=padding_mask,
-                attention_mask=attention_mask,
-                use_causal_mask=use_causal_mask,
-                return_attention_scores=return_attention_scores,
-                training=training,
-            ),
-            self.self_attention_norm,
-            self.self_attention_residual_dropout,
             training,
+            padding_mask=padding_mask,
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+            return_attention_scores=return_attention_scores,
         )
         x = self._feed_forward_sublayer(x, training)  # (B, T, D)
         if return_attention_scores:
