@@ -1,8 +1,17 @@
 """zoo.data: corpus readers, the SentencePiece vocabulary and tokenizer, tf.data pipelines.
 
-The Multi30k task 1 corpus (English–German) ships inside this package, in ``zoo/data/multi30k/``.
+The Multi30k task 1 corpus (English–German) ships inside this package, in ``zoo/data/multi30k/``,
+and the UD English-EWT r2.16 treebank (CC BY-SA 4.0) in ``zoo/data/ud_english_ewt/``.
 """
 
+from zoo.data.conllu import (
+    UD_ENGLISH_EWT_SIZES,
+    UD_ENGLISH_EWT_SPLITS,
+    UPOS_TAGS,
+    Sentence,
+    load_ud_english_ewt,
+    read_conllu,
+)
 from zoo.data.multi30k import (
     MULTI30K_LANGUAGES,
     MULTI30K_SPLITS,
@@ -33,12 +42,18 @@ __all__ = [
     "MULTI30K_SPLITS",
     "PAD_ID",
     "PAD_PIECE",
+    "Sentence",
     "SentencePieceTokenizer",
+    "UD_ENGLISH_EWT_SIZES",
+    "UD_ENGLISH_EWT_SPLITS",
     "UNK_ID",
     "UNK_PIECE",
+    "UPOS_TAGS",
     "bucket_spec",
     "load_multi30k",
+    "load_ud_english_ewt",
     "make_translation_dataset",
+    "read_conllu",
     "read_lines",
     "read_parallel",
     "train_sentencepiece",
