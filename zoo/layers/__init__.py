@@ -12,3 +12,5 @@ from zoo.layers.attention import (
 from zoo.layers.blocks import *  # noqa: F401,F403  (each package lists its public names in __all__)
 from zoo.layers.position import *  # noqa: F401,F403
 from zoo.layers.embedding import TokenAndPositionEmbedding
+from zoo.layers.crf import *  # noqa: F401,F403
+from zoo.layers.character_embedding import CharacterEmbedding

@@ -3,5 +3,19 @@
 from zoo.models.translator import PRESETS as TRANSLATOR_PRESETS
 from zoo.models.translator import TranslatorConfig, build_translator
 from zoo.models.translator import get_config as translator_config
+from zoo.models.tagger import PRESETS as TAGGER_PRESETS
+from zoo.models.tagger import TaggerConfig, TaggerVocabulary, build_tagger, predict_tags
+from zoo.models.tagger import get_config as tagger_config
 
-__all__ = ["TRANSLATOR_PRESETS", "TranslatorConfig", "build_translator", "translator_config"]
+__all__ = [
+    "TRANSLATOR_PRESETS",
+    "TranslatorConfig",
+    "build_translator",
+    "translator_config",
+    "TAGGER_PRESETS",
+    "TaggerConfig",
+    "TaggerVocabulary",
+    "build_tagger",
+    "predict_tags",
+    "tagger_config",
+]

@@ -1,0 +1,125 @@
+"""The embedding of each word from its characters: a character CNN, max-pooled over the word."""
+
+import keras
+from keras import ops
+
+__all__ = ["CharacterEmbedding"]
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class CharacterEmbedding(keras.layers.Layer):
+    """Embeds each word from its spelling: character embeddings, a convolution, a max, a projection.
+
+    For the character ids ``c_1..c_n`` of a word (the real ones: id 0 is padding), the layer
+    computes ``W . max_i relu(conv(e(c))_i) + b``: each character is embedded, a convolution of
+    width ``kernel_size`` runs along the word (padding characters count as zero vectors, like the
+    convolution's own zero padding, so the result does not depend on how far a word is padded),
+    the maximum over the word's real characters keeps the strongest match of each filter, and a
+    dense layer maps the ``filters`` maxima to ``embed_dim``. Added to a word embedding, it gives
+    words never seen in training a representation from their affixes and capitalisation.
+
+    Args:
+        vocab_size: the number of character ids (id 0 is padding).
+        embed_dim: D, the size of each word's output embedding.
+        char_dim: E, the size of each character's embedding.
+        filters: F, the number of convolution filters.
+        kernel_size: the width of the convolution, in characters.
+        mask_zero: a word whose character ids are all 0 is padding: the output carries the
+            Keras implicit mask ``any(char_ids != 0, axis=-1)``. Merged (``keras.layers.Add``)
+            with a ``mask_zero`` word embedding, the masks agree and the sum keeps it.
+        embeddings_initializer: initializer of the ``(vocab_size, E)`` character table.
+        **kwargs: standard layer arguments (``name``, ``dtype``).
+
+    Call arguments:
+        char_ids: ``(B, T, C)`` integer character ids of T words of up to C characters.
+
+    Returns:
+        ``(B, T, D)``. A word without characters gets the projection of zeros (its bias).
+
+    Example:
+        >>> layer = CharacterEmbedding(vocab_size=30, embed_dim=8)
+        >>> char_ids = keras.ops.convert_to_tensor([[[2, 5, 6, 3], [2, 7, 3, 0], [0, 0, 0, 0]]])
+        >>> tuple(layer(char_ids).shape)
+        (1, 3, 8)
+
+    References:
+        dos Santos & Zadrozny 2014, "Learning Character-level Representations for Part-of-Speech
+        Tagging"; Ma & Hovy 2016, "End-to-end Sequence Labeling via Bi-directional
+        LSTM-CNNs-CRF", section 2.1.
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        embed_dim,
+        char_dim=32,
+        filters=128,
+        kernel_size=3,
+        mask_zero=True,
+        embeddings_initializer="uniform",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.embed_dim = embed_dim
+        self.char_dim = char_dim
+        self.filters = filters
+        self.kernel_size = kernel_size
+        self.mask_zero = mask_zero
+        self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
+        self.char_embedding = keras.layers.Embedding(
+            vocab_size,
+            char_dim,
+            embeddings_initializer=self.embeddings_initializer,
+            dtype=self.dtype_policy,
+            name="char_embedding",
+        )
+        self.conv = keras.layers.Conv1D(
+            filters,
+            kernel_size,
+            padding="same",
+            activation="relu",
+            dtype=self.dtype_policy,
+            name="conv",
+        )
+        self.projection = keras.layers.Dense(embed_dim, dtype=self.dtype_policy, name="projection")
+
+    def build(self, input_shape):
+        self.char_embedding.build()
+        self.conv.build((None, input_shape[-1], self.char_dim))
+        self.projection.build((None, self.filters))
+        self.built = True
+
+    def call(self, char_ids):
+        shape = ops.shape(char_ids)
+        flat = ops.reshape(char_ids, (-1, shape[-1]))  # (B*T, C): one row per word
+        real = ops.expand_dims(ops.not_equal(flat, 0), -1)  # (B*T, C, 1)
+        x = self.char_embedding(flat)  # (B*T, C, E)
+        x = ops.where(real, x, ops.zeros_like(x))
+        x = self.conv(x)  # (B*T, C, F), >= 0 after the relu
+        x = ops.max(ops.where(real, x, ops.zeros_like(x)), axis=1)  # (B*T, F)
+        x = self.projection(x)  # (B*T, D)
+        return ops.reshape(x, (shape[0], shape[1], self.embed_dim))  # (B, T, D)
+
+    def compute_mask(self, char_ids, previous_mask=None):
+        if not self.mask_zero:
+            return None
+        return ops.any(ops.not_equal(char_ids, 0), axis=-1)  # (B, T)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:2]) + (self.embed_dim,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocab_size": self.vocab_size,
+                "embed_dim": self.embed_dim,
+                "char_dim": self.char_dim,
+                "filters": self.filters,
+                "kernel_size": self.kernel_size,
+                "mask_zero": self.mask_zero,
+                "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
+            }
+        )
+        return config
