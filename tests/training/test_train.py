@@ -53,3 +53,18 @@ def test_train_writes_the_workdir_and_resumes_after_a_crash(tmp_path):
 def test_train_rejects_a_non_config(tmp_path):
     with pytest.raises(TypeError, match="TranslatorConfig"):
         train({"d_model": 8}, str(tmp_path))
+
+
+def test_mixed_precision_training_and_validation_bleu(tmp_path):
+    import keras
+
+    model, history, _ = train(
+        CONFIG, str(tmp_path / "mixed"), train_pairs=PAIRS[:400], val_pairs=VAL,
+        mixed_precision=True, bleu_sample_size=8, verbose=0,
+    )
+    assert keras.config.dtype_policy().name == "float32"  # the global policy is restored
+    assert model.get_layer("encoder_block_0").compute_dtype == "bfloat16"
+    assert all(w.dtype == "float32" for w in model.trainable_weights)
+    assert np.all(np.isfinite(history.history["loss"]))
+    bleu = history.history["val_bleu"]
+    assert len(bleu) == CONFIG.epochs and all(0.0 <= b <= 100.0 for b in bleu)
