@@ -22,6 +22,7 @@ from zoo.layers import (
     TransformerEncoderBlock,
     crf_decode,
 )
+from zoo.models.presets import from_presets
 
 __all__ = [
     "BOW_ID",
@@ -177,9 +178,7 @@ PRESETS["tiny"] = replace(
 
 def get_config(preset, **overrides):
     """The named preset, with any field overridden: ``get_config("small", use_crf=False)``."""
-    if preset not in PRESETS:
-        raise ValueError(f"Unknown tagger preset {preset!r}; choose from {sorted(PRESETS)}.")
-    return replace(PRESETS[preset], **overrides)
+    return from_presets(PRESETS, preset, "tagger", **overrides)
 
 
 # ---------------------------------------------------------------- the model

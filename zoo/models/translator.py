@@ -5,6 +5,7 @@ from dataclasses import dataclass, replace
 import keras
 
 from zoo.layers import TokenAndPositionEmbedding, TransformerDecoderBlock, TransformerEncoderBlock
+from zoo.models.presets import from_presets
 
 
 @dataclass(frozen=True)
@@ -87,9 +88,7 @@ PRESETS["base"] = replace(
 
 def get_config(preset, **overrides):
     """The named preset, with any field overridden: ``get_config("small", epochs=10)``."""
-    if preset not in PRESETS:
-        raise ValueError(f"Unknown translator preset {preset!r}; choose from {sorted(PRESETS)}.")
-    return replace(PRESETS[preset], **overrides)
+    return from_presets(PRESETS, preset, "translator", **overrides)
 
 
 def _embedding(config, name):
