@@ -299,3 +299,23 @@ def check_cached_decode(layer, x, atol=1e-5):
     for t in range(length):
         out, cache = step(x[:, t : t + 1], cache, tf.constant(t))
         np.testing.assert_allclose(_numpy(out)[:, 0], full[:, t], atol=atol, err_msg=f"step {t}")
+
+
+def run_on_jax(script, timeout=600):
+    """Run ``script`` in a fresh Python on Keras's JAX backend (CPU); return its stdout.
+
+    Keras fixes its backend at import and the suite runs on TensorFlow, so a backend check
+    needs its own process. Fails the test, with the process's output, if the script fails.
+    """
+    env = dict(
+        os.environ,
+        KERAS_BACKEND="jax",
+        JAX_PLATFORMS="cpu",
+        PYTHONPATH=REPO_ROOT,
+        TF_CPP_MIN_LOG_LEVEL="3",
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=timeout
+    )
+    assert result.returncode == 0, f"the JAX run failed:\n{result.stdout}\n{result.stderr[-4000:]}"
+    return result.stdout

@@ -4,12 +4,9 @@ Keras fixes its backend at import, and this test session runs on TensorFlow, so 
 run happens in a fresh Python process with KERAS_BACKEND=jax.
 """
 
-import os
-import subprocess
-import sys
 import textwrap
 
-from tests.harness import REPO_ROOT
+from tests.harness import run_on_jax
 
 _SCRIPT = textwrap.dedent(
     """
@@ -107,23 +104,9 @@ _SCRIPT = textwrap.dedent(
 
 
 def test_blocks_build_train_and_decode_on_jax():
-    env = dict(
-        os.environ,
-        KERAS_BACKEND="jax",
-        JAX_PLATFORMS="cpu",
-        PYTHONPATH=REPO_ROOT,
-        TF_CPP_MIN_LOG_LEVEL="3",
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", _SCRIPT],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert result.returncode == 0, f"the JAX run failed:\n{result.stdout}\n{result.stderr[-4000:]}"
-    lines = result.stdout.splitlines()
-    assert "backend: jax" in lines, result.stdout
+    stdout = run_on_jax(_SCRIPT)
+    lines = stdout.splitlines()
+    assert "backend: jax" in lines, stdout
     for stage in ("forward ok", "cached decoding ok", "implicit mask ok"):
-        assert stage in lines, result.stdout
-    assert any(line.startswith("fit ok") for line in lines), result.stdout
+        assert stage in lines, stdout
+    assert any(line.startswith("fit ok") for line in lines), stdout
