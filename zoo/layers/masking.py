@@ -14,6 +14,8 @@ All of them are combined by :func:`combine_masks` into one ``(B, T, S)`` boolean
 ``None`` when nothing is masked, which lets the attention skip the masking work.
 """
 
+from dataclasses import dataclass
+
 from keras import ops
 
 # Keras keeps implicit masks on the tensor where it can and, under JAX tracing (where tensors
@@ -77,6 +79,42 @@ def combine_masks(
         causal = causal_mask(query_length, key_length, query_offset)
         mask = _and(mask, ops.expand_dims(causal, 0))  # (1, T, S)
     return mask
+
+
+@dataclass(frozen=True)
+class AttentionMasks:
+    """Every mask of one attention call, not yet combined.
+
+    Full attention combines them into a ``(B, T, S)`` tensor (:meth:`combined`). An efficient
+    variant that must stay below O(T * S) memory reads the parts instead (a ``(B, S)`` padding
+    mask, the causal flag) and raises an error for a part it cannot honour, such as an arbitrary
+    ``attention`` mask; it never ignores one.
+
+    Attributes:
+        padding: ``(B, S)`` boolean or None, True for real keys.
+        attention: ``(B, T, S)`` boolean or None.
+        query: ``(B, T)`` boolean or None, True for real queries.
+        causal: whether query ``t`` may only see keys ``s <= t + query_offset``.
+        query_offset: the position of the first query (the cache index when decoding).
+    """
+
+    padding: object = None
+    attention: object = None
+    query: object = None
+    causal: bool = False
+    query_offset: object = 0
+
+    def combined(self, query_length, key_length):
+        """The ``(B, T, S)`` mask of :func:`combine_masks`, or None when nothing is masked."""
+        return combine_masks(
+            query_length,
+            key_length,
+            padding_mask=self.padding,
+            attention_mask=self.attention,
+            query_mask=self.query,
+            use_causal_mask=self.causal,
+            query_offset=self.query_offset,
+        )
 
 
 def mask_value(dtype):

@@ -7,7 +7,7 @@ from keras import ops
 
 from zoo.layers.attention.registry import register_attention
 from zoo.layers.attention.scaled_dot_product import SCORE_FUNCTIONS, scaled_dot_product_attention
-from zoo.layers.masking import combine_masks, implicit_mask
+from zoo.layers.masking import AttentionMasks, implicit_mask
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -16,9 +16,11 @@ class MultiHeadAttention(keras.layers.Layer):
     """Multi-head attention with masks and a fixed-size, XLA-safe KV cache.
 
     Every attention variant in zoo subclasses this layer and keeps its call signature, so
-    the blocks can swap variants by name. A variant overrides one of three hooks:
-    ``_transform_qk`` (rotary), ``_score_bias`` (ALiBi) or ``_attend`` (relative positions,
-    the efficient variants).
+    the blocks can swap variants by name. A variant overrides one of four hooks:
+    ``_transform_qk`` (rotary), ``_score_bias`` (ALiBi), ``_attend`` (relative positions: a
+    combined ``(B, T, S)`` mask) or ``_attend_with_masks`` (the efficient variants: the masks
+    as parts, so that nothing of size T x S is made). A variant without incremental decoding
+    sets ``supports_cache = False``.
 
     Args:
         num_heads: N, the number of heads.
@@ -69,6 +71,9 @@ class MultiHeadAttention(keras.layers.Layer):
     References:
         Vaswani et al. 2017, "Attention Is All You Need", section 3.2.2.
     """
+
+    # A variant that cannot attend incrementally sets this to False: passing a cache then raises.
+    supports_cache = True
 
     def __init__(
         self,
@@ -195,6 +200,15 @@ class MultiHeadAttention(keras.layers.Layer):
         """A bias added to the scores, broadcastable to (B, N, T, S) (ALiBi); None here."""
         return None
 
+    def _attend_with_masks(self, q, k, v, masks, return_weights, training):
+        """Attention given the masks as parts (a ``zoo.layers.masking.AttentionMasks``).
+
+        Here they are combined into one ``(B, T, S)`` mask for :meth:`_attend`. Efficient
+        variants override this hook instead, to avoid any T x S tensor.
+        """
+        mask = masks.combined(ops.shape(q)[1], ops.shape(k)[1])
+        return self._attend(q, k, v, mask, masks.query_offset, return_weights, training)
+
     def _attend(self, q, k, v, mask, offset, return_weights, training):
         """Attention of ``q`` (B, T, N, H) over ``k``, ``v`` (B, S, N, H) with a (B, T, S) mask."""
         return scaled_dot_product_attention(
@@ -231,6 +245,11 @@ class MultiHeadAttention(keras.layers.Layer):
         return ops.stack([k, v], axis=1)
 
     def _check_cacheable(self):
+        if not self.supports_cache:
+            raise ValueError(
+                f"{type(self).__name__} ({self.name!r}) has no KV cache; use it in encoders, "
+                "or decode with full-sequence passes."
+            )
         if self._value_dim != self.key_dim:
             raise ValueError(
                 f"The KV cache stores keys and values in one tensor, so it needs "
@@ -275,6 +294,8 @@ class MultiHeadAttention(keras.layers.Layer):
                 "`query_position` is for attention over a precomputed cross-attention cache "
                 "(`cache` without `cache_index`); with a self-attention cache use `cache_index`."
             )
+        if cache is not None:
+            self._check_cacheable()
         offset = 0
         if cache is not None and cache_index is not None:
             # Incremental self-attention: write the new keys/values into the cache.
@@ -300,16 +321,14 @@ class MultiHeadAttention(keras.layers.Layer):
             k, v = self._project_kv(value, value if key is None else key)
             q, k = self._transform_qk(q, k, 0)
 
-        mask = combine_masks(
-            ops.shape(q)[1],
-            ops.shape(k)[1],
-            padding_mask=padding_mask,
-            attention_mask=attention_mask,
-            query_mask=query_mask,
-            use_causal_mask=use_causal_mask,
+        masks = AttentionMasks(
+            padding=padding_mask,
+            attention=attention_mask,
+            query=query_mask,
+            causal=use_causal_mask,
             query_offset=offset,
         )
-        result = self._attend(q, k, v, mask, offset, return_attention_scores, training)
+        result = self._attend_with_masks(q, k, v, masks, return_attention_scores, training)
         attended, weights = result if return_attention_scores else (result, None)
         b, t = ops.shape(attended)[0], ops.shape(attended)[1]
         output = self.output_dense(
