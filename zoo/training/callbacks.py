@@ -1,5 +1,7 @@
 """Training callbacks that Keras does not have."""
 
+import json
+import os
 import time
 
 import keras
@@ -56,3 +58,29 @@ class ValidationBleu(keras.callbacks.Callback):
         )
         if logs is not None:
             logs["val_bleu"] = corpus_bleu(hypotheses, references)["bleu"]
+
+
+class BestCheckpoint(keras.callbacks.ModelCheckpoint):
+    """Save the model at ``path`` whenever ``monitor`` beats its best value (higher is better).
+
+    Unlike ``ModelCheckpoint(save_best_only=True)`` alone, the best value survives a crash:
+    it is written beside the model (``path + ".json"``) and read back when training resumes,
+    so a resumed run never overwrites a better model with a worse one.
+    """
+
+    def __init__(self, path, monitor):
+        self._score_path = path + ".json"
+        best = None
+        if os.path.exists(self._score_path) and os.path.exists(path):
+            with open(self._score_path) as f:
+                best = json.load(f)["best"]
+        super().__init__(
+            path, monitor=monitor, mode="max", save_best_only=True, initial_value_threshold=best
+        )
+
+    def on_epoch_end(self, epoch, logs=None):
+        previous = self.best
+        super().on_epoch_end(epoch, logs)
+        if self.best != previous:
+            with open(self._score_path, "w") as f:
+                json.dump({"monitor": self.monitor, "best": float(self.best), "epoch": epoch}, f)

@@ -1,5 +1,6 @@
 """Training: ``train(config, workdir)``, importable from notebooks and tests; the CLI only parses."""
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -17,7 +18,7 @@ VOCAB_PREFIX = "sentencepiece"
 _RESUMABLE_FIELDS = ("epochs",)
 
 
-def _check_config(config, workdir):
+def check_config(config, workdir):
     """Save the config in the workdir; refuse to resume a workdir made with another config."""
     path = os.path.join(workdir, "config.json")
     fields = dataclasses.asdict(config)
@@ -39,6 +40,39 @@ def _check_config(config, workdir):
             json.dump(fields, f, indent=2)
 
 
+@contextlib.contextmanager
+def training_dtype_policy(mixed_precision):
+    """Build and train under ``mixed_bfloat16`` when asked; restore the global policy after."""
+    previous_policy = keras.config.dtype_policy()
+    if mixed_precision:
+        keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous_policy)
+
+
+def standard_callbacks(workdir, time_limit=None, extra=()):
+    """The callbacks of every zoo training run, then ``extra``.
+
+    BackupAndRestore state in ``backup/`` (rerunning the same command resumes from the last
+    finished epoch; with more epochs, a finished run trains on), ``checkpoint.keras`` after
+    every epoch, TensorBoard logs in ``logs/``, the metrics of every epoch in ``history.csv``,
+    and a :class:`TimeLimit` when ``time_limit`` (seconds) is set.
+    """
+    callbacks = [
+        # Kept after the last epoch, so that a longer rerun (more --epochs) goes on from there.
+        keras.callbacks.BackupAndRestore(os.path.join(workdir, "backup"), delete_checkpoint=False),
+        keras.callbacks.ModelCheckpoint(os.path.join(workdir, "checkpoint.keras")),
+        keras.callbacks.TensorBoard(os.path.join(workdir, "logs")),
+        keras.callbacks.CSVLogger(os.path.join(workdir, "history.csv"), append=True),
+        *extra,
+    ]
+    if time_limit:
+        callbacks.append(TimeLimit(time_limit))
+    return callbacks
+
+
 def prepare_vocabulary(config, workdir, pairs):
     """Learn (once) the joint SentencePiece model of the workdir; return its path."""
     path = os.path.join(workdir, VOCAB_PREFIX + ".model")
@@ -48,8 +82,11 @@ def prepare_vocabulary(config, workdir, pairs):
     return path
 
 
-def compile_translator(model, config, jit_compile=False):
-    """AdamW with the inverse-sqrt schedule, clipping, label-smoothed masked cross entropy."""
+def make_optimizer(config):
+    """AdamW with the inverse-sqrt warm-up schedule and gradient clipping, from ``config``.
+
+    Reads ``learning_rate`` (the peak), ``warmup_steps``, ``weight_decay`` and ``clipnorm``.
+    """
     optimizer = keras.optimizers.AdamW(
         learning_rate=InverseSquareRootSchedule(config.learning_rate, config.warmup_steps),
         weight_decay=config.weight_decay,
@@ -58,8 +95,13 @@ def compile_translator(model, config, jit_compile=False):
     )
     # No decay on norms, biases and embeddings.
     optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias", "embeddings"])
+    return optimizer
+
+
+def compile_translator(model, config, jit_compile=False):
+    """:func:`make_optimizer` and label-smoothed masked cross entropy."""
     model.compile(
-        optimizer=optimizer,
+        optimizer=make_optimizer(config),
         loss=MaskedSparseCrossEntropy(label_smoothing=config.label_smoothing),
         metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
         jit_compile=jit_compile,
@@ -106,7 +148,7 @@ def train(
     if not isinstance(config, TranslatorConfig):
         raise TypeError(f"config must be a TranslatorConfig, got {type(config).__name__}.")
     os.makedirs(workdir, exist_ok=True)
-    _check_config(config, workdir)
+    check_config(config, workdir)
     train_pairs = load_multi30k("train") if train_pairs is None else train_pairs
     val_pairs = load_multi30k("val") if val_pairs is None else val_pairs
     tokenizer = SentencePieceTokenizer(prepare_vocabulary(config, workdir, train_pairs))
@@ -127,25 +169,15 @@ def train(
             pad_to_bucket=jit_compile,  # few distinct shapes, so XLA compiles few programs
         )
 
-    previous_policy = keras.config.dtype_policy()
-    if mixed_precision:
-        keras.config.set_dtype_policy("mixed_bfloat16")
-    try:
+    with training_dtype_policy(mixed_precision):
         with get_strategy(strategy).scope():
             model = compile_translator(build_translator(config), config, jit_compile)
-        all_callbacks = [
-            keras.callbacks.BackupAndRestore(os.path.join(workdir, "backup")),
-            keras.callbacks.ModelCheckpoint(os.path.join(workdir, "checkpoint.keras")),
-            keras.callbacks.TensorBoard(os.path.join(workdir, "logs")),
-            *callbacks,
-        ]
+        all_callbacks = standard_callbacks(workdir, time_limit, callbacks)
         if bleu_sample_size:
             # First, so that the callbacks after it (TensorBoard, History) log val_bleu.
             all_callbacks.insert(
                 0, ValidationBleu(tokenizer, val_pairs, bleu_sample_size, config.max_length)
             )
-        if time_limit:
-            all_callbacks.append(TimeLimit(time_limit))
         history = model.fit(
             dataset(train_pairs, shuffle=True),
             validation_data=dataset(val_pairs, shuffle=False),
@@ -153,7 +185,5 @@ def train(
             callbacks=all_callbacks,
             verbose=verbose,
         )
-    finally:
-        keras.config.set_dtype_policy(previous_policy)
     model.save(os.path.join(workdir, "model.keras"))
     return model, history, tokenizer

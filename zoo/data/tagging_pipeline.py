@@ -1,0 +1,187 @@
+"""The tf.data pipeline for training a tagger: encoded words, characters and tags, bucketed.
+
+:func:`make_tagging_dataset` turns tagged sentences into batches for ``fit``: every word is
+encoded once by a :class:`~zoo.models.TaggerVocabulary`; sentences are grouped by length into
+buckets and batched to a word budget; in training, word dropout replaces some word ids by the
+OOV id, so that the model learns to tag every word from its characters too.
+"""
+
+import dataclasses
+
+import numpy as np
+import tensorflow as tf
+
+from zoo.data.conllu import UPOS_TAGS
+from zoo.data.translation_pipeline import bucket_spec
+
+__all__ = ["make_tagging_dataset", "split_long_sentences"]
+
+# The ids of zoo.models.tagger (importing it here would load Keras models into zoo.data).
+_PAD_ID = 0
+_OOV_ID = 1
+
+
+def split_long_sentences(sentences, max_length):
+    """Cut every sentence longer than ``max_length`` words into consecutive pieces.
+
+    Training sees every word once: nothing is dropped, a long sentence only loses the context
+    across its cuts. (Tagging long sentences uses overlapping windows instead; see
+    ``zoo.decoding.tag_sentences``.)
+
+    Args:
+        sentences: :class:`~zoo.data.Sentence` objects.
+        max_length: the longest piece, in words.
+
+    Returns:
+        A list of ``Sentence`` objects, each at most ``max_length`` words, with the pieces
+        of a sentence ``s`` named ``s.sent_id + "/1"``, ``"/2"``, ...
+    """
+    pieces = []
+    for sentence in sentences:
+        if len(sentence.words) <= max_length:
+            pieces.append(sentence)
+            continue
+        for number, start in enumerate(range(0, len(sentence.words), max_length), 1):
+            cut = slice(start, start + max_length)
+            pieces.append(
+                dataclasses.replace(
+                    sentence,
+                    sent_id=f"{sentence.sent_id}/{number}",
+                    words=sentence.words[cut],
+                    upos=sentence.upos[cut],
+                    xpos=sentence.xpos[cut],
+                )
+            )
+    return pieces
+
+
+def _encode_flat(sentences, vocabulary, with_xpos):
+    """Every word of every sentence, encoded: flat arrays plus the sentence lengths."""
+    lengths = np.array([len(s.words) for s in sentences], "int64")
+    total = int(lengths.sum())
+    words = np.zeros(total, "int32")
+    chars = np.zeros((total, vocabulary.max_word_length), "int32")
+    upos = np.zeros(total, "int32")
+    xpos = np.zeros(total, "int32")
+    upos_ids = {tag: i for i, tag in enumerate(UPOS_TAGS)}
+    xpos_ids = {tag: i for i, tag in enumerate(vocabulary.xpos_tags)}
+    i = 0
+    for sentence in sentences:
+        for form, tag, xtag in zip(sentence.words, sentence.upos, sentence.xpos):
+            if tag not in upos_ids or (with_xpos and xtag not in xpos_ids):
+                field, value = ("upos", tag) if tag not in upos_ids else ("xpos", xtag)
+                raise ValueError(
+                    f"Sentence {sentence.sent_id!r}, word {form!r}: {field} tag {value!r} is "
+                    "not in the vocabulary."
+                )
+            words[i] = vocabulary.word_id(form)
+            ids = vocabulary.char_ids(form)
+            chars[i, : len(ids)] = ids
+            upos[i] = upos_ids[tag]
+            xpos[i] = xpos_ids.get(xtag, 0)
+            i += 1
+    return words, chars, upos, xpos, lengths
+
+
+def make_tagging_dataset(
+    sentences,
+    vocabulary,
+    batch_tokens=1024,
+    max_length=256,
+    bucket_width=8,
+    shuffle=True,
+    seed=None,
+    word_dropout=0.0,
+    xpos=False,
+    pad_to_bucket=False,
+):
+    """Build a ``tf.data.Dataset`` of word-budget batches of tagged sentences.
+
+    The steps: split sentences longer than ``max_length`` (:func:`split_long_sentences`);
+    encode every word (word id, character ids, tag ids); shuffle the sentences; group them by
+    length into buckets (``zoo.data.bucket_spec``) and batch each bucket so that a batch padded
+    to its longest sentence holds at most ``batch_tokens`` word positions; apply word dropout;
+    prefetch. One pass is one epoch in which every sentence appears exactly once.
+
+    Args:
+        sentences: :class:`~zoo.data.Sentence` objects (from ``load_ud_english_ewt``).
+        vocabulary: a ``zoo.models.TaggerVocabulary``; with XPOS tags, the labels include XPOS.
+        batch_tokens: the word budget of a batch.
+        max_length: the longest sentence, in words; longer ones are split.
+        bucket_width: the length step between buckets.
+        shuffle: shuffle the sentences, anew each epoch.
+        seed: the seed of the shuffle and of word dropout.
+        word_dropout: the probability of replacing each real word id by the OOV id (1); 0 for
+            evaluation data. The characters are kept.
+        xpos: also give the XPOS labels, for a tagger with an XPOS head; the vocabulary must
+            have XPOS tags.
+        pad_to_bucket: pad every batch to its bucket's upper bound, so that batches take few
+            shapes (fewer XLA compilations).
+
+    Returns:
+        A ``tf.data.Dataset`` of ``({"words": (B, T), "chars": (B, T, C)}, labels)``, all
+        ``int32`` and 0 at padding, where ``labels`` is the UPOS ids ``(B, T)`` (indices in
+        ``zoo.data.UPOS_TAGS``), or with ``xpos`` the dict ``{"upos": ..., "xpos": ...}`` (the
+        outputs of a tagger with an XPOS head; XPOS ids index ``vocabulary.xpos_tags``).
+
+    Raises:
+        ValueError: no sentences, a tag outside the vocabulary (named with its sentence), or a
+            bad size argument.
+
+    Example:
+        >>> from zoo.data import load_ud_english_ewt
+        >>> from zoo.models import TaggerVocabulary
+        >>> sentences = load_ud_english_ewt("dev")[:100]
+        >>> vocabulary = TaggerVocabulary.build(sentences)
+        >>> features, labels = next(iter(make_tagging_dataset(sentences, vocabulary)))
+        >>> sorted(features), features["words"].shape == labels.shape
+        (['chars', 'words'], True)
+    """
+    if xpos and not vocabulary.xpos_tags:
+        raise ValueError("xpos=True needs a vocabulary with XPOS tags (built from Sentences).")
+    if not 0.0 <= word_dropout < 1.0:
+        raise ValueError(f"word_dropout must be in [0, 1), got {word_dropout}.")
+    upper, batch_sizes = bucket_spec(batch_tokens, max_length, bucket_width)
+    sentences = split_long_sentences(list(sentences), max_length)
+    sentences = [s for s in sentences if s.words]
+    if not sentences:
+        raise ValueError("sentences is empty; the dataset needs at least one tagged sentence.")
+    with_xpos = bool(xpos)
+    words, chars, upos_ids, xpos_ids, lengths = _encode_flat(sentences, vocabulary, with_xpos)
+
+    # Each element is a sentence, sliced out of the flat arrays by its start and length.
+    flat = {"words": words, "chars": chars, "upos": upos_ids, "xpos": xpos_ids}
+    flat = {name: tf.constant(array) for name, array in flat.items()}
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+
+    def sentence(start, length):
+        piece = {name: array[start : start + length] for name, array in flat.items()}
+        features = {"words": piece["words"], "chars": piece["chars"]}
+        labels = {"upos": piece["upos"], "xpos": piece["xpos"]} if with_xpos else piece["upos"]
+        return features, labels
+
+    ds = tf.data.Dataset.from_tensor_slices((starts, lengths))
+    if shuffle:
+        ds = ds.shuffle(len(sentences), seed=seed, reshuffle_each_iteration=True)
+    ds = ds.map(sentence, num_parallel_calls=tf.data.AUTOTUNE)
+    label_shapes = {"upos": [None], "xpos": [None]} if with_xpos else [None]
+    label_padding = {"upos": _PAD_ID, "xpos": _PAD_ID} if with_xpos else _PAD_ID
+    ds = ds.bucket_by_sequence_length(
+        element_length_func=lambda features, _: tf.shape(features["words"])[0],
+        bucket_boundaries=[u + 1 for u in upper],
+        bucket_batch_sizes=batch_sizes + [1],  # the last bucket (> max_length) stays empty
+        padded_shapes=({"words": [None], "chars": [None, vocabulary.max_word_length]}, label_shapes),
+        padding_values=({"words": _PAD_ID, "chars": _PAD_ID}, label_padding),
+        pad_to_bucket_boundary=pad_to_bucket,
+    )
+    if word_dropout:
+
+        def drop_words(features, labels):
+            words = features["words"]
+            drop = tf.random.uniform(tf.shape(words), seed=seed) < word_dropout
+            drop = tf.logical_and(drop, words != _PAD_ID)  # padding stays padding
+            features = dict(features, words=tf.where(drop, _OOV_ID, words))
+            return features, labels
+
+        ds = ds.map(drop_words, num_parallel_calls=tf.data.AUTOTUNE)
+    return ds.prefetch(tf.data.AUTOTUNE)
