@@ -1,0 +1,239 @@
+import doctest
+
+import keras
+import numpy as np
+import pytest
+
+from tests.harness import check_causal_leak, check_padding_leak, run_layer_test, run_on_jax
+from zoo.layers import TransformerDecoderBlock, TransformerEncoderBlock
+from zoo.layers.attention import LocalAttention, MultiHeadAttention, get_attention
+from zoo.layers.attention import local as local_module
+
+RNG = np.random.default_rng(0)
+B, T, D = 2, 7, 16
+# Row 1 is padded at both ends: a real query may have padded keys on either side.
+PADDING = np.array([[1] * T, [0, 1, 1, 1, 1, 0, 0]], bool)
+
+
+def _x(*shape):
+    return RNG.normal(size=shape).astype("float32")
+
+
+def _padding(batch, length):
+    """Row 0 is all real; the others lose their first and last two positions (if long enough)."""
+    padding = np.ones((batch, length), bool)
+    if length > 3:
+        padding[1:, 0] = False
+        padding[1:, -2:] = False
+    return padding
+
+
+# ---------------------------------------------------------------- the slow reference
+# These helpers are shared by the strided and global attention tests.
+def local_pattern(length, window):
+    """The dense ``(T, T)`` sliding-window pattern: ``|i - j| <= window``."""
+    distance = np.arange(length)[:, None] - np.arange(length)[None]
+    return np.abs(distance) <= window
+
+
+def full_attention_twin(layer, *inputs):
+    """A ``MultiHeadAttention`` with the configuration and the weights of ``layer``."""
+    base_keys = MultiHeadAttention(num_heads=1, key_dim=1).get_config()
+    config = {k: v for k, v in layer.get_config().items() if k in base_keys and k != "name"}
+    twin = MultiHeadAttention.from_config(config)
+    twin(*inputs)
+    twin.set_weights(layer.get_weights())
+    return twin
+
+
+def assert_matches_pattern(make_layer, pattern, lengths, causal, batch=2, value_size=None):
+    """The blocked layer equals full attention restricted by the dense ``pattern(T)`` mask.
+
+    ``pattern(T)`` is a ``(T, T)`` NumPy boolean array; the causal mask and the padding are
+    added here. Outputs are compared at the real positions only.
+    """
+    for length in lengths:
+        layer = make_layer()
+        x = _x(batch, length, D)
+        inputs = (x,) if value_size is None else (x, _x(batch, length, value_size))
+        padding = _padding(batch, length)
+        got = layer(*inputs, padding_mask=padding, use_causal_mask=causal)
+        allowed = pattern(length)
+        if causal:
+            allowed = allowed & np.tril(np.ones((length, length), bool))
+        twin = full_attention_twin(layer, *inputs)
+        mask = np.broadcast_to(allowed, (batch, length, length))
+        want = twin(*inputs, padding_mask=padding, attention_mask=mask)
+        np.testing.assert_allclose(
+            np.asarray(got)[padding],
+            np.asarray(want)[padding],
+            atol=1e-5,
+            err_msg=f"T={length}, causal={causal}",
+        )
+
+
+def assert_encoder_learns(attention, attention_kwargs, steps=15):
+    """A tiny encoder block with ``attention`` lowers its loss over a few training steps."""
+    keras.utils.set_random_seed(0)
+    x = _x(8, 12, D)
+    target = np.roll(x, 1, axis=1)  # the previous token: a job for attention
+    inputs = keras.Input((12, D))
+    hidden = TransformerEncoderBlock(
+        num_heads=2, ff_dim=32, attention=attention, attention_kwargs=attention_kwargs
+    )(inputs)
+    model = keras.Model(inputs, keras.layers.Dense(D)(hidden))
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
+    loss = model.fit(x, target, batch_size=8, epochs=steps, verbose=0).history["loss"]
+    assert np.all(np.isfinite(loss))
+    assert loss[-1] < 0.7 * loss[0], f"the loss did not go down: {loss}"
+
+
+def assert_decoder_block_is_causal(attention, attention_kwargs):
+    """The variant plugs into a decoder block, whose outputs never see the future."""
+    block = TransformerDecoderBlock(
+        num_heads=2, ff_dim=32, attention=attention, attention_kwargs=attention_kwargs
+    )
+    memory = _x(B, 5, D)
+    check_causal_leak(lambda x: block(x, memory), _x(B, 9, D))
+
+
+def assert_dynamic_length_matches(layer, lengths):
+    """In a graph with an unknown length (None), the outputs equal the eager ones."""
+    import tensorflow as tf  # a graph with unknown dimensions; the tests run on TensorFlow
+
+    graph = tf.function(
+        lambda x, m: layer(x, padding_mask=m, use_causal_mask=True),
+        input_signature=[tf.TensorSpec((None, None, D)), tf.TensorSpec((None, None), tf.bool)],
+    )
+    for length in lengths:
+        x, padding = _x(B, length, D), _padding(B, length)
+        eager = layer(x, padding_mask=padding, use_causal_mask=True)
+        np.testing.assert_allclose(np.asarray(graph(x, padding)), np.asarray(eager), atol=1e-5)
+
+
+# ---------------------------------------------------------------- harness runs
+def test_causal_self_attention_layer():
+    run_layer_test(
+        LocalAttention,
+        {"num_heads": 2, "key_dim": 4, "window": 2, "fused_qkv": True, "dropout": 0.1},
+        {"query": _x(B, T, D), "padding_mask": PADDING},
+        call_kwargs={"use_causal_mask": True},
+        expected_output_shape=(B, T, D),
+    )
+
+
+def test_layer_with_a_separate_value_of_the_same_length():
+    run_layer_test(
+        LocalAttention,
+        {"num_heads": 2, "key_dim": 4, "value_dim": 6, "output_dim": 10, "window": 3},
+        {"query": _x(B, T, D), "value": _x(B, T, 12)},
+        expected_output_shape=(B, T, 10),
+        # Softmax is invariant to a per-query constant, so the key bias gets no gradient.
+        allow_untrained_weights=("key/bias",),
+    )
+
+
+# ---------------------------------------------------------------- the definition
+def test_registered_as_local():
+    assert get_attention("local") is LocalAttention
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_window_at_least_the_length_is_full_attention(causal):
+    for window in (T - 1, T, 50):
+        layer = LocalAttention(num_heads=2, key_dim=8, window=window)
+        x = _x(B, T, D)
+        got = layer(x, padding_mask=PADDING, use_causal_mask=causal)
+        want = full_attention_twin(layer, x)(x, padding_mask=PADDING, use_causal_mask=causal)
+        np.testing.assert_allclose(np.asarray(got)[PADDING], np.asarray(want)[PADDING], atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:You are using a softmax")  # the reference at T=1
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("window", [0, 1, 3])
+def test_equals_full_attention_under_the_dense_window_pattern(window, causal):
+    # Lengths below, at and between multiples of the block (the window).
+    assert_matches_pattern(
+        lambda: LocalAttention(num_heads=2, key_dim=8, window=window),
+        lambda length: local_pattern(length, window),
+        lengths=(1, 3, 5, 8, 12, 13),
+        causal=causal,
+    )
+
+
+@pytest.mark.parametrize("score", ["dot", "cosine", "additive"])
+def test_every_score_function_and_a_separate_value(score):
+    assert_matches_pattern(
+        lambda: LocalAttention(num_heads=2, key_dim=8, value_dim=5, window=2, score=score),
+        lambda length: local_pattern(length, 2),
+        lengths=(7,),
+        causal=False,
+        value_size=12,
+    )
+
+
+def test_pattern_helper_is_the_definition():
+    np.testing.assert_array_equal(
+        local_module.local_window_pattern(block_size=2, window=2, causal=True),
+        # query a of a block sees key slots m with 0 <= a + 2 - m <= 2.
+        [[1, 1, 1, 0], [0, 1, 1, 1]],
+    )
+
+
+def test_unknown_length_in_a_graph():
+    assert_dynamic_length_matches(LocalAttention(num_heads=2, key_dim=8, window=2), (5, 9))
+
+
+def test_dropout_only_in_training():
+    layer = LocalAttention(num_heads=2, key_dim=4, window=2, dropout=0.5)
+    x = _x(B, T, D)
+    inference = np.asarray(layer(x))
+    np.testing.assert_array_equal(np.asarray(layer(x, training=False)), inference)
+    assert np.abs(np.asarray(layer(x, training=True)) - inference).max() > 1e-3
+
+
+# ---------------------------------------------------------------- masks and errors
+def test_padding_and_causal_never_leak():
+    layer = LocalAttention(num_heads=2, key_dim=8, window=2, fused_qkv=True)
+    check_padding_leak(lambda x, m: layer(x, padding_mask=m), _x(B, T, D), PADDING)
+    check_causal_leak(lambda x: layer(x, use_causal_mask=True), _x(B, 11, D))
+
+
+def test_unsupported_inputs_are_clear_errors():
+    layer = LocalAttention(num_heads=2, key_dim=4, window=2)
+    x = _x(B, T, D)
+    with pytest.raises(ValueError, match="not an arbitrary"):
+        layer(x, attention_mask=np.ones((B, T, T), bool))
+    with pytest.raises(ValueError, match="return_attention_scores"):
+        layer(x, return_attention_scores=True)
+    with pytest.raises(ValueError, match="T=7, S=5"):
+        layer(x, _x(B, 5, D))
+    with pytest.raises(ValueError, match="has no KV cache"):
+        layer.init_cache(B, 8)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="`window` must be an integer >= 0"):
+            LocalAttention(num_heads=2, key_dim=4, window=bad)
+
+
+# ---------------------------------------------------------------- in the blocks, on JAX
+def test_encoder_block_learns():
+    assert_encoder_learns("local", {"window": 2})
+
+
+def test_decoder_block_is_causal():
+    assert_decoder_block_is_causal("local", {"window": 3})
+
+
+def test_equals_the_dense_pattern_on_jax():
+    script = (
+        "from tests.layers.test_local_attention import *\n"
+        "assert_matches_pattern(lambda: LocalAttention(num_heads=2, key_dim=8, window=2),\n"
+        "    lambda n: local_pattern(n, 2), lengths=(5, 8), causal=True)\n"
+        "print('matches')\n"
+    )
+    assert "matches" in run_on_jax(script)
+
+
+def test_docstring_examples_run():
+    result = doctest.testmod(local_module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

@@ -1,0 +1,293 @@
+"""Local (sliding-window) attention, and the blocked computation that the sparse variants share.
+
+Every sparse variant here (local, strided, global) is a union of a few *parts*, each a set of
+keys per query that can be gathered without any T x S tensor: the keys of the neighbouring
+blocks (this file), the keys of the same residue modulo a stride (``strided.py``), a few
+global keys (``global_attention.py``). Each part gives a softmax over its own keys and the
+log of its normaliser; :func:`merge_parts` joins them into the softmax over the union, the
+way blocked (flash) attention merges key blocks. The parts of one variant are disjoint, so
+every allowed key is counted once.
+"""
+
+import keras
+import numpy as np
+from keras import ops
+
+from zoo.layers.attention.multi_head import MultiHeadAttention
+from zoo.layers.attention.registry import register_attention
+from zoo.layers.attention.scaled_dot_product import attention_scores
+from zoo.layers.masking import mask_value
+
+
+# ---------------------------------------------------------------------- the shared helpers
+def pad_to_multiple(x, multiple, value=0):
+    """Pad axis 1 of ``x`` at the end with ``value`` up to a multiple of ``multiple``.
+
+    Works for a length known only at run time (``None`` in the static shape).
+    """
+    pad = (-ops.shape(x)[1]) % multiple
+    widths = [[0, 0], [0, pad]] + [[0, 0]] * (len(x.shape) - 2)
+    return ops.pad(x, widths, constant_values=value)
+
+
+def softmax_part(q, k, v, mask, score_fn, dropout=0.0, training=None, seed=None):
+    """Softmax attention of ``q`` over the keys that ``mask`` allows, with its log-normaliser.
+
+    Args:
+        q: ``(B', T', N, H)`` queries.
+        k: ``(B', K, N, H)`` keys.
+        v: ``(B', K, N, Hv)`` values.
+        mask: boolean, broadcastable to ``(B', N, T', K)``; True where a query may attend.
+        score_fn: ``score_fn(q, k) -> (B', N, T', K)`` unnormalised scores.
+        dropout: dropout rate on the weights (only when ``training``).
+        training: whether dropout is active.
+        seed: a ``keras.random.SeedGenerator`` for the dropout.
+
+    Returns:
+        ``out`` ``(B', T', N, Hv)`` and ``lse`` ``(B', T', N)``, both float32: the attended
+        values and ``log sum_k exp(score)`` over the allowed keys (about ``-1e9`` when a row
+        has none). Dropping weights here and then merging is the same as dropping the
+        weights of the merged softmax, since dropout is elementwise.
+    """
+    scores = ops.cast(score_fn(q, k), "float32")  # (B', N, T', K)
+    scores = ops.where(mask, scores, mask_value("float32"))
+    lse = ops.logsumexp(scores, axis=-1, keepdims=True)  # (B', N, T', 1)
+    weights = ops.exp(scores - lse)
+    if dropout and training:
+        weights = keras.random.dropout(weights, dropout, seed=seed)
+    out = ops.einsum("bnts,bsnh->btnh", ops.cast(weights, v.dtype), v)  # (B', T', N, Hv)
+    return ops.cast(out, "float32"), ops.transpose(lse[..., 0], (0, 2, 1))
+
+
+def merge_parts(parts):
+    """The softmax over the union of disjoint key sets, from each set's ``(out, lse)``.
+
+    With ``L = log sum_p exp(lse_p)``, the merged output is ``sum_p exp(lse_p - L) out_p``:
+    each part's weights rescaled to the common normaliser.
+
+    Args:
+        parts: a list of ``(out (B, T, N, Hv), lse (B, T, N))`` pairs, float32.
+
+    Returns:
+        ``(B, T, N, Hv)`` float32.
+    """
+    if len(parts) == 1:
+        return parts[0][0]
+    total = ops.logsumexp(ops.stack([lse for _, lse in parts], axis=0), axis=0)  # (B, T, N)
+    merged = 0.0
+    for out, lse in parts:
+        merged = merged + out * ops.expand_dims(ops.exp(lse - total), -1)
+    return merged
+
+
+def _neighbour_blocks(x, block_size, count):
+    """``(B, T, ...)`` -> ``(B * T/b, count * b, ...)``: for each block of ``b`` positions, the
+    ``count`` blocks starting one block before it (2: previous and own; 3: and next).
+
+    ``T`` must be a multiple of ``b``; positions outside the sequence are zero (False).
+    """
+    b = block_size
+    widths = [[0, 0], [b, b]] + [[0, 0]] * (len(x.shape) - 2)
+    padded = ops.pad(x, widths)  # (B, T + 2b, ...)
+    rest = tuple(x.shape[2:])
+    blocks = ops.reshape(padded, (ops.shape(x)[0], ops.shape(x)[1] // b + 2, b) + rest)
+    views = [blocks[:, :-2], blocks[:, 1:-1], blocks[:, 2:]][:count]  # each (B, T/b, b, ...)
+    return ops.reshape(ops.concatenate(views, axis=2), (-1, count * b) + rest)
+
+
+def local_window_pattern(block_size, window, causal):
+    """The static ``(b, K)`` pattern of one query block over its neighbour keys.
+
+    Query ``a`` of block ``c`` is position ``i = c b + a``; key slot ``m`` is position
+    ``j = (c - 1) b + m``, so ``i - j = a + b - m``. Allowed: ``|i - j| <= window``, or
+    ``0 <= i - j <= window`` when ``causal``.
+    """
+    count = 2 if causal else 3
+    distance = np.arange(block_size)[:, None] + block_size - np.arange(count * block_size)[None]
+    if causal:
+        return (distance >= 0) & (distance <= window)
+    return np.abs(distance) <= window
+
+
+def local_window_part(q, k, v, key_valid, window, block_size, causal, **attend_kwargs):
+    """The sliding-window part: each query attends the keys at most ``window`` away.
+
+    The sequence is cut into blocks of ``b = block_size`` positions; each query block
+    attends only its own block and its neighbours (the previous one, and the next one when
+    not causal), ``3b`` keys, so the scores take ``B N T 3b`` floats: O(T w), never T x T.
+
+    Args:
+        q: ``(B, T, N, H)``; ``T`` a multiple of ``block_size``.
+        k: ``(B, T, N, H)``.
+        v: ``(B, T, N, Hv)``.
+        key_valid: ``(B, T)`` boolean, True for keys that may be attended at all.
+        window: w, the largest distance ``|i - j|`` attended.
+        block_size: b; at least ``window``, or the whole (padded) sequence.
+        causal: attend only keys ``j <= i``.
+        **attend_kwargs: ``score_fn``, ``dropout``, ``training``, ``seed`` of
+            :func:`softmax_part`.
+
+    Returns:
+        ``(out (B, T, N, Hv), lse (B, T, N))``, float32.
+    """
+    b, count = block_size, 2 if causal else 3
+    batch, length = ops.shape(q)[0], ops.shape(q)[1]
+    n, h = q.shape[2], q.shape[3]
+    pattern = ops.convert_to_tensor(local_window_pattern(b, window, causal))  # (b, K)
+    valid = _neighbour_blocks(key_valid, b, count)  # (B * T/b, K)
+    mask = ops.logical_and(pattern[None, None], valid[:, None, None, :])  # (B T/b, 1, b, K)
+    out, lse = softmax_part(
+        ops.reshape(q, (-1, b, n, h)),  # (B T/b, b, N, H)
+        _neighbour_blocks(k, b, count),  # (B T/b, K, N, H)
+        _neighbour_blocks(v, b, count),  # (B T/b, K, N, Hv)
+        mask,
+        **attend_kwargs,
+    )
+    return (
+        ops.reshape(out, (batch, length, n, v.shape[3])),  # (B, T, N, Hv)
+        ops.reshape(lse, (batch, length, n)),  # (B, T, N)
+    )
+
+
+def block_size_for(size, length):
+    """The block size of a pattern of reach ``size``: ``size`` itself (at least 1), or the
+    static sequence length when that is shorter (one block then holds everything)."""
+    size = max(int(size), 1)
+    return size if length is None else max(min(size, int(length)), 1)
+
+
+def _check_size(name, value, minimum):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"`{name}` must be an integer >= {minimum}; got {value!r}.")
+    return int(value)
+
+
+# ---------------------------------------------------------------------- the shared base layer
+class BlockedAttention(MultiHeadAttention):
+    """The base of the blocked sparse variants (local, strided, global); not registered.
+
+    It turns the masks into a ``(B, S)`` key-validity vector, pads the sequence to a
+    multiple of the block size, lets the subclass compute its parts
+    (:meth:`_attend_blocked`) and cuts the padding off again. It raises on what a sparse
+    pattern cannot honour without a T x S tensor: an arbitrary ``attention_mask``,
+    ``return_attention_scores`` and cross attention with ``T != S``. It has no KV cache.
+    The implicit query mask is not used: outputs at padded query rows are meaningless, as
+    everywhere in zoo.
+    """
+
+    supports_cache = False
+
+    def _block_size(self, length):
+        """The block size for a sequence of static length ``length`` (None if unknown)."""
+        raise NotImplementedError
+
+    def _attend_blocked(self, q, k, v, key_valid, causal, block_size, training):
+        """``(B, T', N, Hv)`` float32 outputs; T' is a multiple of ``block_size``."""
+        raise NotImplementedError
+
+    def _attend_kwargs(self, training):
+        def score_fn(q, k):
+            return attention_scores(
+                q, k, self.score, self._score_scale(), getattr(self, "additive_weight", None)
+            )
+
+        return {
+            "score_fn": score_fn,
+            "dropout": self.dropout,
+            "training": training,
+            "seed": self.seed_generator,
+        }
+
+    def _attend_with_masks(self, q, k, v, masks, return_weights, training):
+        name = type(self).__name__
+        if masks.attention is not None:
+            raise ValueError(
+                f"{name} supports a (B, S) padding_mask and use_causal_mask, not an arbitrary "
+                "(B, T, S) attention_mask: honouring one would need the T x S tensor that "
+                "this layer avoids. Use MultiHeadAttention (attention='mha') for it."
+            )
+        if return_weights:
+            raise ValueError(
+                f"{name} never forms the (B, N, T, S) attention weights, so "
+                "return_attention_scores=True is not supported."
+            )
+        query_length, key_length = q.shape[1], k.shape[1]
+        if query_length is not None and key_length is not None and query_length != key_length:
+            raise ValueError(
+                f"{name} is self-attention over one sequence: its pattern relates query t to "
+                f"key t, so it needs as many queries as keys; got T={query_length}, "
+                f"S={key_length}."
+            )
+        length = ops.shape(q)[1]
+        block = self._block_size(query_length if query_length is not None else key_length)
+        if masks.padding is None:
+            key_valid = ops.ones_like(k[:, :, 0, 0], dtype="bool")  # (B, S)
+        else:
+            key_valid = ops.cast(masks.padding, "bool")  # (B, S)
+        q, k, v = (pad_to_multiple(x, block) for x in (q, k, v))  # (B, T', N, H)
+        key_valid = pad_to_multiple(key_valid, block, value=False)  # (B, T')
+        out = self._attend_blocked(q, k, v, key_valid, masks.causal, block, training)
+        return ops.cast(out[:, :length], v.dtype)  # (B, T, N, Hv)
+
+
+# ---------------------------------------------------------------------- the layer
+@keras.saving.register_keras_serializable(package="zoo")
+@register_attention("local")
+class LocalAttention(BlockedAttention):
+    """Sliding-window (local, truncated) attention: each query sees the keys near it.
+
+    Query ``i`` attends key ``j`` when ``|i - j| <= window`` (``2 window + 1`` keys), or,
+    with ``use_causal_mask``, when ``i - window <= j <= i`` (``window + 1`` keys). The
+    sequence is cut into blocks of ``window`` positions and each query block attends its own
+    block and its two neighbours, so time and memory are O(T window): no tensor of size
+    T x S, nor any T x S mask, is ever made. A length that is not a multiple of the window
+    is padded internally and the padding masked. With ``window >= T - 1`` it is exactly full
+    attention.
+
+    Masks: a ``(B, S)`` padding mask (or a Keras implicit mask) and ``use_causal_mask`` are
+    supported. An arbitrary ``(B, T, S)`` ``attention_mask`` raises a ``ValueError``, and so do
+    ``return_attention_scores`` (the dense weights are never formed), cross attention with
+    ``T != S``, and a KV cache (``supports_cache = False``: decode with full passes). Attention
+    dropout is applied to the window weights.
+
+    Args:
+        window: w >= 0, how many keys each side a query sees (before it only, when causal).
+        *args, **kwargs: the arguments of ``MultiHeadAttention`` (``num_heads``,
+            ``key_dim``, ``dropout``, ``score``, ``fused_qkv`` ...).
+
+    Call arguments:
+        The same as ``MultiHeadAttention``; see above for the masks it takes.
+
+    Returns:
+        ``(B, T, output_dim)``, as ``MultiHeadAttention``.
+
+    Example:
+        >>> x = keras.random.normal((2, 10, 16))
+        >>> attention = LocalAttention(num_heads=2, key_dim=8, window=3)
+        >>> tuple(attention(x, use_causal_mask=True).shape)
+        (2, 10, 16)
+
+    References:
+        Child et al. 2019, "Generating Long Sequences with Sparse Transformers", section 4.2
+        (attention to the previous ``l`` positions).
+        Beltagy et al. 2020, "Longformer: The Long-Document Transformer", section 3.1
+        (sliding window).
+    """
+
+    def __init__(self, *args, window=64, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.window = _check_size("window", window, 0)
+
+    def _block_size(self, length):
+        return block_size_for(self.window, length)
+
+    def _attend_blocked(self, q, k, v, key_valid, causal, block_size, training):
+        out, _ = local_window_part(
+            q, k, v, key_valid, self.window, block_size, causal, **self._attend_kwargs(training)
+        )
+        return out
+
+    def get_config(self):
+        config = super().get_config()
+        config["window"] = self.window
+        return config
