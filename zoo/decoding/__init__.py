@@ -11,6 +11,7 @@ from zoo.decoding.beam import beam_search, length_penalty
 from zoo.decoding.greedy import greedy_search, uncached_greedy_search
 from zoo.decoding.incremental import IncrementalTranslator, tile_for_beams
 from zoo.decoding.sampling import sample, sample_from_logits
+from zoo.decoding.tagging import tag_sentences
 from zoo.decoding.translation import translate
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "length_penalty",
     "sample",
     "sample_from_logits",
+    "tag_sentences",
     "tile_for_beams",
     "translate",
     "uncached_greedy_search",
