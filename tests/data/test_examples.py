@@ -2,10 +2,12 @@ import doctest
 
 import pytest
 
-from zoo.data import multi30k, sentencepiece_vocab, translation_pipeline
+from zoo.data import multi30k, sentencepiece_vocab, tagging_pipeline, translation_pipeline
+
+MODULES = [multi30k, sentencepiece_vocab, tagging_pipeline, translation_pipeline]
 
 
-@pytest.mark.parametrize("module", [multi30k, sentencepiece_vocab, translation_pipeline])
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0

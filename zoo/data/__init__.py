@@ -31,6 +31,7 @@ from zoo.data.sentencepiece_vocab import (
     SentencePieceTokenizer,
     train_sentencepiece,
 )
+from zoo.data.tagging_pipeline import make_tagging_dataset, split_long_sentences
 from zoo.data.translation_pipeline import bucket_spec, make_translation_dataset
 
 __all__ = [
@@ -52,9 +53,11 @@ __all__ = [
     "bucket_spec",
     "load_multi30k",
     "load_ud_english_ewt",
+    "make_tagging_dataset",
     "make_translation_dataset",
     "read_conllu",
     "read_lines",
     "read_parallel",
+    "split_long_sentences",
     "train_sentencepiece",
 ]

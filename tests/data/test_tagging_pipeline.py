@@ -1,0 +1,88 @@
+"""make_tagging_dataset: every word once per epoch, the word budget, word dropout, XPOS labels."""
+
+import numpy as np
+import pytest
+
+from zoo.data import UPOS_TAGS, Sentence, load_ud_english_ewt, make_tagging_dataset
+from zoo.data import split_long_sentences
+from zoo.models import TaggerVocabulary
+
+SENTENCES = load_ud_english_ewt("dev")[:300]
+VOCABULARY = TaggerVocabulary.build(SENTENCES, max_word_length=12)
+
+
+def _epoch(ds):
+    return [(f["words"].numpy(), f["chars"].numpy(), labels) for f, labels in ds]
+
+
+def test_one_epoch_holds_every_sentence_once_within_the_budget():
+    ds = make_tagging_dataset(SENTENCES, VOCABULARY, batch_tokens=256, max_length=64, seed=1)
+    expected = VOCABULARY.encode(split_long_sentences(SENTENCES, 64))
+    # Each sentence, as (words, upos) tuples, from the reference encoder and from the dataset.
+    want = sorted(
+        (tuple(w[w != 0]), tuple(u[w != 0])) for w, u in zip(expected["words"], expected["upos"])
+    )
+    got = []
+    for words, chars, upos in _epoch(ds):
+        assert words.size <= 256, words.shape  # the word budget, padding included
+        assert chars.shape == words.shape + (12,)
+        for w, u in zip(words, upos.numpy()):
+            got.append((tuple(w[w != 0]), tuple(u[w != 0])))
+    assert sorted(got) == want
+
+
+def test_characters_match_the_vocabulary_and_padding_is_zero():
+    ds = make_tagging_dataset(SENTENCES[:20], VOCABULARY, shuffle=False)
+    by_words = {}
+    encoded = VOCABULARY.encode(SENTENCES[:20])
+    for w, c in zip(encoded["words"], encoded["chars"]):
+        by_words[tuple(w[w != 0])] = c[w != 0]
+    for words, chars, _ in _epoch(ds):
+        for w, c in zip(words, chars):
+            real = w != 0
+            np.testing.assert_array_equal(c[real], by_words[tuple(w[real])])
+            assert not c[~real].any()
+
+
+def test_word_dropout_replaces_words_by_oov_and_keeps_characters():
+    kept = make_tagging_dataset(SENTENCES, VOCABULARY, shuffle=False)
+    dropped = make_tagging_dataset(SENTENCES, VOCABULARY, shuffle=False, word_dropout=0.5, seed=3)
+    changed = total = 0
+    for (w0, c0, u0), (w1, c1, u1) in zip(_epoch(kept), _epoch(dropped)):
+        np.testing.assert_array_equal(c0, c1)
+        np.testing.assert_array_equal(u0.numpy(), u1.numpy())
+        assert np.all((w1 == w0) | (w1 == 1))  # a word is kept or becomes OOV
+        assert np.all((w1 == 0) == (w0 == 0))  # padding stays padding
+        changed += int(((w1 != w0)).sum())
+        total += int((w0 > 1).sum())
+    assert 0.4 < changed / total < 0.6
+
+
+def test_xpos_labels_and_long_sentences_split_without_loss():
+    long = Sentence(
+        words=tuple(f"w{i}" for i in range(70)), upos=("NOUN",) * 70, xpos=("NN",) * 70, sent_id="x"
+    )
+    pieces = split_long_sentences([long], 32)
+    assert [len(p.words) for p in pieces] == [32, 32, 6]
+    assert [p.sent_id for p in pieces] == ["x/1", "x/2", "x/3"]
+    vocabulary = TaggerVocabulary.build([long] + SENTENCES[:50])
+    ds = make_tagging_dataset([long], vocabulary, batch_tokens=64, max_length=32, xpos=True)
+    lengths, nouns, nn = [], UPOS_TAGS.index("NOUN"), vocabulary.xpos_tags.index("NN")
+    for features, labels in ds:
+        real = features["words"].numpy() != 0
+        lengths += list(real.sum(1))
+        assert np.all(labels["upos"].numpy()[real] == nouns)
+        assert np.all(labels["xpos"].numpy()[real] == nn)
+    assert sorted(lengths) == [6, 32, 32]
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="empty"):
+        make_tagging_dataset([], VOCABULARY)
+    with pytest.raises(ValueError, match="word_dropout"):
+        make_tagging_dataset(SENTENCES, VOCABULARY, word_dropout=1.0)
+    with pytest.raises(ValueError, match="XPOS"):
+        make_tagging_dataset(SENTENCES, TaggerVocabulary.build([["a", "b"]]), xpos=True)
+    odd = Sentence(words=("a",), upos=("NOPE",), xpos=("NN",), sent_id="odd-1")
+    with pytest.raises(ValueError, match="odd-1.*NOPE"):
+        make_tagging_dataset([odd], VOCABULARY)

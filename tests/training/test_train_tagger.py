@@ -1,0 +1,100 @@
+"""train_tagger() end to end at tiny size: the workdir, best-dev selection, resume, XPOS."""
+
+import csv
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from zoo.data import load_ud_english_ewt
+from zoo.models.tagger import get_config
+from zoo.training import train_tagger
+from zoo.training.callbacks import BestCheckpoint
+
+TRAIN = load_ud_english_ewt("train")[:200]
+DEV = load_ud_english_ewt("dev")[:60]
+CONFIG = get_config("tiny", epochs=2)
+
+
+class CrashAtEpoch(keras.callbacks.Callback):
+    def __init__(self, epoch):
+        super().__init__()
+        self.epoch = epoch
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == self.epoch:
+            raise RuntimeError("simulated crash")
+
+
+def _run(workdir, config=CONFIG, **kwargs):
+    return train_tagger(config, workdir, train_sentences=TRAIN, dev_sentences=DEV, verbose=0,
+                        **kwargs)
+
+
+def test_train_resumes_after_a_crash_trains_longer_and_keeps_the_best_dev_epoch(tmp_path):
+    workdir = str(tmp_path / "run")
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        _run(workdir, callbacks=[CrashAtEpoch(1)])
+    for name in ("config.json", "vocabulary.json", "checkpoint.keras", "best.keras", "backup"):
+        assert os.path.exists(os.path.join(workdir, name)), name
+    with open(os.path.join(workdir, "config.json")) as f:
+        saved = json.load(f)
+    assert saved["word_vocab_size"] > 2 and saved["word_vocab_size"] != CONFIG.word_vocab_size
+
+    # The same command resumes with the second epoch; more epochs train on from there.
+    _, history, vocabulary = _run(workdir)
+    assert history.epoch == [1]
+    model, history, _ = _run(workdir, get_config("tiny", epochs=3))
+    assert history.epoch == [2]
+    with open(os.path.join(workdir, "history.csv")) as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["epoch"]) for r in rows] == [0, 1, 2]
+
+    # model.keras is the best dev epoch, whose score best.keras.json keeps.
+    dev_accuracy = [float(r["val_accuracy"]) for r in rows]
+    with open(os.path.join(workdir, "best.keras.json")) as f:
+        best = json.load(f)
+    assert best["epoch"] == int(np.argmax(dev_accuracy))
+    assert best["best"] == pytest.approx(max(dev_accuracy))
+    best_model = keras.models.load_model(os.path.join(workdir, "best.keras"))
+    for a, b in zip(model.weights, best_model.weights):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+    # Resuming with another model is refused, naming the field.
+    with pytest.raises(ValueError, match=r"d_model"):
+        _run(workdir, get_config("tiny", d_model=48))
+
+
+def test_a_resumed_run_does_not_replace_a_better_model(tmp_path):
+    path = str(tmp_path / "best.keras")
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    first = BestCheckpoint(path, "val_accuracy")
+    first.set_model(model)
+    first.on_epoch_end(0, {"val_accuracy": 0.9})
+    resumed = BestCheckpoint(path, "val_accuracy")  # a new process after a crash
+    resumed.set_model(model)
+    os.remove(path + ".json")  # a write now would recreate it
+    resumed.on_epoch_end(1, {"val_accuracy": 0.8})
+    assert not os.path.exists(path + ".json")
+    resumed.on_epoch_end(2, {"val_accuracy": 0.95})
+    with open(path + ".json") as f:
+        assert json.load(f) == {"monitor": "val_accuracy", "best": 0.95, "epoch": 2}
+
+
+def test_xpos_head_and_softmax_training(tmp_path):
+    config = get_config("tiny", epochs=1, num_xpos_tags=1, use_crf=False, label_smoothing=0.1)
+    # Dev sentences from the training set: 200 sentences do not have every XPOS tag of dev.
+    model, history, vocabulary = train_tagger(
+        config, str(tmp_path / "xpos"), strategy="one_device", train_sentences=TRAIN,
+        dev_sentences=TRAIN[:40], verbose=0,
+    )
+    assert model.output["xpos"].shape[-1] == vocabulary.num_xpos_tags > 30
+    assert {"val_upos_accuracy", "val_xpos_accuracy"} <= set(history.history)
+    assert all(np.isfinite(history.history["loss"]))
+
+
+def test_train_tagger_rejects_a_non_config(tmp_path):
+    with pytest.raises(TypeError, match="TaggerConfig"):
+        train_tagger({"d_model": 8}, str(tmp_path))
