@@ -7,6 +7,7 @@ from zoo.layers import TransformerDecoderBlock, TransformerEncoderBlock
 from zoo.layers.attention import LinearAttention, get_attention
 from zoo.layers.attention.linear import kernel_attention
 
+# Shared with the Performer and Linformer tests, as are the NumPy references below.
 RNG = np.random.default_rng(0)
 B, T, S, D = 2, 10, 7, 16
 PADDING = np.array([[1] * T, [1] * 6 + [0] * 4], bool)
@@ -14,12 +15,11 @@ SOURCE_PADDING = np.array([[1] * S, [1] * 4 + [0] * 3], bool)
 CAUSAL = np.tril(np.ones((T, T), bool))
 
 
-def _x(*shape):
+def sample(*shape):
     return RNG.normal(size=shape).astype("float32")
 
 
 # ---------------------------------------------------------------- NumPy references (float64)
-# Shared with the Performer and Linformer tests.
 def _dense(layer, x):
     return x @ np.asarray(layer.kernel, "float64") + np.asarray(layer.bias, "float64")
 
@@ -76,7 +76,7 @@ def test_causal_self_attention_layer():
     run_layer_test(
         LinearAttention,
         {"num_heads": 2, "key_dim": 8, "fused_qkv": True, "chunk_size": 4},
-        {"query": _x(B, T, D), "padding_mask": PADDING},
+        {"query": sample(B, T, D), "padding_mask": PADDING},
         call_kwargs={"use_causal_mask": True},
         expected_output_shape=(B, T, D),
     )
@@ -86,7 +86,7 @@ def test_cross_attention_layer_returns_weights():
     run_layer_test(
         LinearAttention,
         {"num_heads": 2, "key_dim": 4, "value_dim": 6, "output_dim": 10},
-        {"query": _x(B, T, D), "value": _x(B, S, 12), "padding_mask": SOURCE_PADDING},
+        {"query": sample(B, T, D), "value": sample(B, S, 12), "padding_mask": SOURCE_PADDING},
         call_kwargs={"return_attention_scores": True},
         expected_output_shape=[(B, T, 10), (B, 2, T, S)],
     )
@@ -96,7 +96,7 @@ def test_cross_attention_layer_returns_weights():
 def test_non_causal_cross_attention_equals_the_quadratic_form():
     layer = LinearAttention(num_heads=2, key_dim=4, value_dim=5)
     assert get_attention("linear") is LinearAttention
-    query, value = _x(B, T, D), _x(B, S, 12)
+    query, value = sample(B, T, D), sample(B, S, 12)
     got, weights = layer(
         query, value, padding_mask=SOURCE_PADDING, return_attention_scores=True
     )
@@ -110,7 +110,7 @@ def test_non_causal_cross_attention_equals_the_quadratic_form():
 @pytest.mark.parametrize("chunk_size", [3, 64])  # four chunks (the last one padded); one chunk
 def test_causal_equals_the_lower_triangular_quadratic_form(chunk_size):
     layer = LinearAttention(num_heads=2, key_dim=8, fused_qkv=True, chunk_size=chunk_size)
-    x = _x(B, T, D)
+    x = sample(B, T, D)
     got, weights = layer(
         x, padding_mask=PADDING, use_causal_mask=True, return_attention_scores=True
     )
@@ -144,7 +144,7 @@ def test_dynamic_length_in_a_functional_model():
     inputs = keras.Input((None, D))
     model = keras.Model(inputs, layer(inputs, use_causal_mask=True))
     for length in (10, 3):
-        x = _x(B, length, D)
+        x = sample(B, length, D)
         np.testing.assert_allclose(
             np.asarray(model.predict(x, verbose=0)),
             np.asarray(layer(x, use_causal_mask=True)),
@@ -157,18 +157,18 @@ def test_dynamic_length_in_a_functional_model():
 def test_padding_never_leaks(causal):
     layer = LinearAttention(num_heads=2, key_dim=8, fused_qkv=True, chunk_size=3)
     check_padding_leak(
-        lambda x, m: layer(x, padding_mask=m, use_causal_mask=causal), _x(B, T, D), PADDING
+        lambda x, m: layer(x, padding_mask=m, use_causal_mask=causal), sample(B, T, D), PADDING
     )
 
 
 def test_causal_never_leaks():
     layer = LinearAttention(num_heads=2, key_dim=8, fused_qkv=True, chunk_size=3)
-    check_causal_leak(lambda x: layer(x, use_causal_mask=True), _x(B, T, D))
+    check_causal_leak(lambda x: layer(x, use_causal_mask=True), sample(B, T, D))
 
 
 def test_unsupported_combinations_are_clear_errors():
     layer = LinearAttention(num_heads=2, key_dim=4)
-    x = _x(B, T, D)
+    x = sample(B, T, D)
     with pytest.raises(ValueError, match="arbitrary .* `attention_mask`"):
         layer(x, attention_mask=np.ones((B, T, T), bool))
     with pytest.raises(ValueError, match="has no KV cache"):
@@ -176,7 +176,7 @@ def test_unsupported_combinations_are_clear_errors():
     with pytest.raises(ValueError, match="has no KV cache"):
         layer(x, cache=np.zeros((B, 2, T, 2, 4), "float32"), cache_index=0)
     with pytest.raises(ValueError, match="as many queries as keys"):
-        LinearAttention(num_heads=2, key_dim=4)(x, _x(B, S, D), use_causal_mask=True)
+        LinearAttention(num_heads=2, key_dim=4)(x, sample(B, S, D), use_causal_mask=True)
     with pytest.raises(ValueError, match="score='cosine' is not supported"):
         LinearAttention(num_heads=2, key_dim=4, score="cosine")
     with pytest.raises(ValueError, match="chunk_size must be >= 1"):
@@ -190,7 +190,7 @@ def test_encoder_block_trains():
 
 def test_decoder_block_with_causal_linear_self_attention():
     block = TransformerDecoderBlock(2, 32, attention="linear", attention_kwargs={"chunk_size": 3})
-    x, memory = _x(B, T, D), _x(B, S, D)
+    x, memory = sample(B, T, D), sample(B, S, D)
     out = np.asarray(block(x, memory, encoder_padding_mask=SOURCE_PADDING))
     assert out.shape == (B, T, D) and np.all(np.isfinite(out))
     assert isinstance(block.self_attention_layer, LinearAttention)

@@ -228,6 +228,13 @@ class KernelizedAttention(MultiHeadAttention):
     """What linear attention and the Performer share: a feature map fed to
     :func:`kernel_attention`. Subclasses define ``_feature_maps``; not registered itself.
 
+    Masks: ``padding_mask`` (and Keras implicit masks) are honoured by zeroing the features
+    of padded keys; ``use_causal_mask`` is supported by prefix sums (self-attention only,
+    ``T == S``). An arbitrary ``attention_mask`` raises a ValueError. There is no KV cache
+    (``supports_cache = False``). Cross attention (``T != S``) works without the causal mask.
+    With ``return_attention_scores`` the implicit weights ``(B, N, T, S)`` are computed
+    densely (O(T * S), only when asked).
+
     Args:
         chunk_size: C, the chunk length of the causal computation (memory O(T * C) per head
             inside the chunks).
@@ -280,10 +287,8 @@ class LinearAttention(KernelizedAttention):
     ``phi(x) = elu(x) + 1`` applied to the projected queries and keys. O(T + S) time and
     memory (see :func:`kernel_attention`).
 
-    Masks: ``padding_mask`` (and Keras implicit masks) are honoured by zeroing the features
-    of padded keys; ``use_causal_mask`` is supported by prefix sums (self-attention only,
-    ``T == S``). An arbitrary ``attention_mask`` raises a ValueError. There is no KV cache
-    (``supports_cache = False``). Cross attention (``T != S``) works without the causal mask.
+    Masks: ``padding_mask`` and ``use_causal_mask`` are supported, an ``attention_mask`` and
+    the KV cache are not (see ``KernelizedAttention``).
 
     Args:
         chunk_size: the chunk length of the causal computation (default 64).
@@ -292,8 +297,7 @@ class LinearAttention(KernelizedAttention):
             ``dropout`` is not applied (there is no attention matrix).
 
     Call arguments:
-        The same as ``MultiHeadAttention``. With ``return_attention_scores`` the implicit
-        weights ``(B, N, T, S)`` are computed densely (O(T * S), only when asked).
+        The same as ``MultiHeadAttention``; the weights are dense (see ``KernelizedAttention``).
 
     Returns:
         The same as ``MultiHeadAttention``.
