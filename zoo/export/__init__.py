@@ -12,5 +12,13 @@ from zoo.export.translator_serving import (
     TranslatorServing,
     export_translator,
 )
+from zoo.export.tagger_serving import TaggerServing, export_tagger
 
-__all__ = ["MAX_BEAM_SIZE", "SIGNATURES", "TranslatorServing", "export_translator"]
+__all__ = [
+    "MAX_BEAM_SIZE",
+    "SIGNATURES",
+    "TaggerServing",
+    "TranslatorServing",
+    "export_tagger",
+    "export_translator",
+]

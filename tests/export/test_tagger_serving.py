@@ -1,0 +1,438 @@
+"""The exported tagger: files, the signature, and the SavedModel served by TensorFlow alone.
+
+The SavedModels are loaded in fresh processes where ``zoo`` cannot be imported: one imports
+``tensorflow`` and ``tensorflow_text`` as a TF user does and runs every request of ``CASES``;
+the other cannot import Keras nor tf-text either, and proves that the SavedModel needs neither.
+Their tags must equal those of :func:`zoo.decoding.tag_sentences` on the in-memory model, with
+the same window, on ``sentence.split()`` of the UTF-8-repaired sentence.
+"""
+
+import base64
+import doctest
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import zipfile
+
+import h5py
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.decoding.test_tagging import (
+    MAX_LENGTH,
+    ewt_vocabulary,
+    long_sentence,
+    random_tagger,
+    trained_tagger,
+)
+from zoo.data import UPOS_TAGS, load_ud_english_ewt
+from zoo.decoding import tag_sentences
+from zoo.decoding.tagging import tagging_windows
+from zoo.export import TaggerServing, export_tagger
+from zoo.export import tagger_serving as serving_module
+from zoo.export.tagger_serving import PYTHON_WHITESPACE, window_plan
+from zoo.models import TaggerVocabulary, build_tagger, tagger_config
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _dev_sentences():
+    """About 50 EWT dev sentences: the first 30, and others with non-ASCII characters, words
+    longer than the character window (8 characters between the markers) and capitals."""
+    dev = load_ud_english_ewt("dev")
+    chosen = dev[:30]
+    chosen += [s for s in dev[30:] if any(ord(c) > 127 for w in s.words for c in w)][:8]
+    chosen += [s for s in dev[30:] if sum(len(w) > 12 for w in s.words) >= 2][:6]
+    chosen += [s for s in dev[30:] if sum(w.isupper() and len(w) > 2 for w in s.words) >= 2][:6]
+    return [" ".join(s.words) for s in chosen]
+
+
+_LONG_SOURCE = load_ud_english_ewt("dev")[:12]
+DEV = _dev_sentences()
+LONG = [" ".join(long_sentence(_LONG_SOURCE, n)) for n in (3 * MAX_LENGTH + 5, MAX_LENGTH,
+                                                           MAX_LENGTH + 1, 5 * MAX_LENGTH)]  # fmt: skip
+TRICKY = [
+    "THE CAT SAT ON THE MAT .",
+    "Ünïcödé wörds : ÀÉÎ straße İstanbul ΟΔΟΣ σοφός Ǆemal",
+    "a\u00a0b\u3000c\td\ne\x1cf  g\u2029h \x85i",  # Unicode whitespace, as str.split() has it
+    "Th\x00E c\x00at sat",  # NUL inside words
+    "A dog 🐶 runs 🏃‍♀️ , 一只狗 .",
+    "Supercalifragilisticexpialidocious internationalization ANTIDISESTABLISHMENTARIANISM",
+    "   leading and trailing   ",
+]
+INVALID = [b"A dog \xff runs.\xc3", b"\xc3\x28 two men", b"\x80\x80\xfe", b"The \xe2\x82 cat"]
+TAGGED = DEV + LONG + TRICKY
+
+# name -> (the exported model, its inputs); run by the fresh process.
+CASES = {
+    "dev": ("upos", TAGGED),
+    "empty": ("upos", [""]),
+    "only_empty": ("upos", ["", "  \t\n ", "\u3000"]),
+    "empty_batch": ("upos", []),
+    "mixed": ("upos", ["", DEV[0], "   ", DEV[1], LONG[0]]),
+    "invalid_utf8": ("upos", INVALID),
+    "xpos": ("xpos", DEV[:20] + LONG[:1] + TRICKY + [""]),
+    "xpos_empty_batch": ("xpos", []),
+}
+STRICT_CASES = ("dev", "mixed", "xpos")
+
+_SERVE_SCRIPT = textwrap.dedent(
+    """
+    import base64, json, sys
+    requests_path, report_path, strict = sys.argv[1:4]
+    blocked = ["zoo", "keras", "tf_keras", "tensorflow_text"] if strict else ["zoo"]
+    for name in blocked:
+        sys.modules[name] = None  # any import of it raises ImportError
+    import tensorflow as tf
+    if not strict:
+        import tensorflow_text  # noqa: F401  (as a TF user loads a SavedModel with text ops)
+    before = {name for name, module in sys.modules.items() if module is not None}
+    requests = json.load(open(requests_path))
+    loaded = {key: tf.saved_model.load(path) for key, path in requests["models"].items()}
+    outputs = {}
+    for name, (key, inputs) in requests["cases"].items():
+        signature = loaded[key].signatures["serving_default"]
+        result = signature(sentences=tf.constant([base64.b64decode(s) for s in inputs], tf.string))
+        outputs[name] = {
+            "shapes": {k: v.shape.as_list() for k, v in result.items()},
+            "dtypes": {k: v.dtype.name for k, v in result.items()},
+            # Strict decoding: every string output is valid UTF-8.
+            "values": {
+                k: v.numpy().tolist() if v.dtype != tf.string
+                else [[s.decode("utf-8") for s in row] for row in v.numpy()]
+                for k, v in result.items()
+            },
+        }
+    after = {name for name, module in sys.modules.items() if module is not None}
+    json.dump(
+        {
+            "outputs": outputs,
+            "signatures": {key: sorted(m.signatures) for key, m in loaded.items()},
+            "imported_by_the_saved_model": sorted(after - before),
+            "modules": sorted(after),
+        },
+        open(report_path, "w"),
+    )
+    """
+)
+
+_RELOAD_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import keras
+    import zoo  # registers the zoo layers
+    data = np.load(sys.argv[1])
+    for key, path in zip(sys.argv[2::2], sys.argv[3::2]):
+        outputs = keras.models.load_model(path)({"words": data["words"], "chars": data["chars"]})
+        outputs = outputs if isinstance(outputs, dict) else {"output": outputs}
+        np.savez(f"{key}.npz", **{k: keras.ops.convert_to_numpy(v) for k, v in outputs.items()})
+    """
+)
+
+
+def _b64(text):
+    return base64.b64encode(text if isinstance(text, bytes) else text.encode()).decode()
+
+
+def _env(**extra):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
+    return dict(env, TF_CPP_MIN_LOG_LEVEL="3", **extra)
+
+
+def _serve(models, cases, tmp_path, strict=False):
+    """Run ``cases`` against the SavedModels in a fresh process; return its report."""
+    requests = {
+        "models": {key: os.path.join(path, "serving") for key, path in models.items()},
+        "cases": {name: (key, [_b64(t) for t in texts]) for name, (key, texts) in cases.items()},
+    }
+    requests_path, report_path = tmp_path / "requests.json", tmp_path / "report.json"
+    requests_path.write_text(json.dumps(requests))
+    result = subprocess.run(
+        [sys.executable, "-c", _SERVE_SCRIPT, str(requests_path), str(report_path),
+         "strict" if strict else ""],
+        capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, f"serving in a fresh process failed:\n{result.stderr[-4000:]}"
+    return json.loads(report_path.read_text())
+
+
+def _split(text):
+    """What the SavedModel tags: the words of the UTF-8-repaired sentence."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    return text.split()
+
+
+def _unpad(output, key):
+    values, lengths = output["values"][key], output["values"]["lengths"]
+    for row, length in zip(values, lengths):
+        assert all(value == "" for value in row[length:]), row  # padded with ""
+    return [row[:length] for row, length in zip(values, lengths)]
+
+
+# ---------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def vocabulary():
+    return ewt_vocabulary()
+
+
+@pytest.fixture(scope="module")
+def tagger(vocabulary):
+    """A tiny CRF tagger (relative positions), trained a few steps on EWT: varied tags."""
+    return trained_tagger(vocabulary)
+
+
+@pytest.fixture(scope="module")
+def xpos_tagger(vocabulary):
+    """A tiny tagger with softmax UPOS and XPOS heads and learned positions; random weights."""
+    return random_tagger(
+        vocabulary, 5, use_crf=False, position="learned", num_xpos_tags=vocabulary.num_xpos_tags
+    )
+
+
+@pytest.fixture(scope="module")
+def exported(tagger, xpos_tagger, vocabulary, tmp_path_factory):
+    root = tmp_path_factory.mktemp("export_tagger")
+    return {
+        "upos": export_tagger(tagger, vocabulary, root / "tagger"),
+        "xpos": export_tagger(xpos_tagger, vocabulary, str(root / "xpos_tagger")),
+    }
+
+
+@pytest.fixture(scope="module")
+def served(exported, tmp_path_factory):
+    return _serve(exported, CASES, tmp_path_factory.mktemp("serve"))
+
+
+# ---------------------------------------------------------------- the graph's pieces
+def test_the_whitespace_is_pythons():
+    assert [c for c in map(chr, range(0x110000)) if c.isspace()] == list(PYTHON_WHITESPACE)
+
+
+@pytest.mark.parametrize("window", range(1, 10))
+def test_window_plan_equals_tagging_windows(window):
+    lengths = list(range(0, 5 * window + 3))
+    plan = [t.numpy().tolist() for t in window_plan(tf.constant(lengths, tf.int64), window)]
+    expected = [
+        (b, start, first, end)
+        for b, n in enumerate(lengths)
+        for start, first, end in tagging_windows(n, window)
+    ]
+    assert list(zip(*plan)) == expected
+
+
+@pytest.mark.parametrize("lowercase, max_word_length", [(True, 10), (False, 10), (True, 9)])
+def test_the_graph_encodes_words_as_the_vocabulary_does(lowercase, max_word_length):
+    words = sorted({w for s in load_ud_english_ewt("dev")[:300] for w in s.words})
+    tricky = ["ΟΔΟΣ", "οδος", "İSTANBUL", "Straße", "STRASSE", "A\x00B", "\x00", "Ǆ", "🏃‍♀️",
+              "x" * 30, "ab", "abcdefghij", "abcdefghijk", "ﬃ", "\ufffd", "Ünïcödé"]  # fmt: skip
+    # Words that lowercasing must find: final sigma, dotted I, NUL inside.
+    vocab_words = ["the", "οδος", "i̇stanbul", "a\x00b", "ǆ", "straße", "ünïcödé", "ΟΔΟΣ", "The"]
+    vocab_words = list(dict.fromkeys(vocab_words + words[::3]))
+    chars = sorted({c for w in words + tricky for c in w})[::2]  # half the characters unknown
+    vocabulary = TaggerVocabulary(vocab_words, chars, lowercase=lowercase,
+                                  max_word_length=max_word_length)  # fmt: skip
+    config = tagger_config("tiny", max_length=MAX_LENGTH, **vocabulary.config_overrides())
+    serving = TaggerServing(build_tagger(config), vocabulary)
+    everything = words + tricky
+    word_ids, char_ids = serving.encode(tf.constant(everything))
+    expected = vocabulary.encode([everything])
+    np.testing.assert_array_equal(word_ids.numpy(), expected["words"][0])
+    np.testing.assert_array_equal(char_ids.numpy(), expected["chars"][0])
+    found = {w for w, i in zip(everything, word_ids.numpy()) if i > 1}  # not OOV
+    assert {"ΟΔΟΣ", "οδος", "A\x00B", "Ǆ", "Ünïcödé"} & found == (
+        {"ΟΔΟΣ", "οδος", "A\x00B", "Ǆ", "Ünïcödé"} if lowercase else {"ΟΔΟΣ", "οδος"}
+    )
+    assert ("İSTANBUL" in found) == lowercase
+    assert "STRASSE" not in found and "\x00" not in found
+
+
+def test_empty_vocabularies_encode_everything_as_unknown():
+    vocabulary = TaggerVocabulary([], [], max_word_length=10)
+    config = tagger_config("tiny", max_length=MAX_LENGTH, **vocabulary.config_overrides())
+    serving = TaggerServing(build_tagger(config), vocabulary)
+    word_ids, char_ids = serving.encode(tf.constant(["a", "bc"]))
+    assert word_ids.numpy().tolist() == [1, 1]
+    assert char_ids.numpy()[:, :4].tolist() == [[2, 1, 3, 0], [2, 1, 1, 3]]
+    outputs = serving.tag(tf.constant(["a bc", ""]))
+    assert outputs["lengths"].numpy().tolist() == [2, 0]
+
+
+# ---------------------------------------------------------------- the exported folder
+def test_the_exported_files(exported, vocabulary):
+    for path in exported.values():
+        assert sorted(os.listdir(path)) == ["model.keras", "serving", "vocabulary.json"]
+        assert os.path.isfile(os.path.join(path, "serving", "saved_model.pb"))
+        assert TaggerVocabulary.load(os.path.join(path, "vocabulary.json")) == vocabulary
+
+
+def test_model_keras_reloads_in_a_fresh_process(exported, tagger, xpos_tagger, vocabulary,
+                                                tmp_path):  # fmt: skip
+    inputs = vocabulary.encode([s.split() for s in DEV if len(s.split()) <= MAX_LENGTH][:6])
+    inputs = {"words": inputs["words"], "chars": inputs["chars"]}
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    paths = [os.path.join(exported[key], "model.keras") for key in ("upos", "xpos")]
+    result = subprocess.run(
+        [sys.executable, "-c", _RELOAD_SCRIPT, str(tmp_path / "inputs.npz"),
+         "upos", paths[0], "xpos", paths[1]],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env=_env(PYTHONPATH=REPO_ROOT, KERAS_BACKEND=keras.backend.backend()),
+    )  # fmt: skip
+    assert result.returncode == 0, f"load_model in a fresh process failed:\n{result.stderr[-4000:]}"
+    for key, model in (("upos", tagger), ("xpos", xpos_tagger)):
+        loaded = dict(np.load(tmp_path / f"{key}.npz"))
+        expected = model(inputs)
+        expected = expected if isinstance(expected, dict) else {"output": expected}
+        assert sorted(loaded) == sorted(expected), key
+        for name, value in expected.items():
+            np.testing.assert_allclose(
+                loaded[name], keras.ops.convert_to_numpy(value), atol=1e-5, err_msg=key
+            )
+
+
+def test_the_keras_file_has_no_optimizer_state(exported, tagger):
+    assert tagger.optimizer is not None and tagger.optimizer.built  # it was trained
+    with zipfile.ZipFile(os.path.join(exported["upos"], "model.keras")) as archive:
+        with archive.open("model.weights.h5") as f, h5py.File(f) as weights:
+            assert "optimizer" not in weights
+            assert "layers" in weights
+
+
+def test_saved_model_cli_lists_the_signature(exported):
+    # The XPOS export has every output; the served outputs of the UPOS export show its three.
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    result = subprocess.run(
+        [cli, "show", "--all", "--dir", os.path.join(exported["xpos"], "serving")],
+        capture_output=True, text=True, timeout=300, env=_env(),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "signature_def['serving_default']" in result.stdout, result.stdout
+    body = result.stdout.split("signature_def['serving_default']")[1].split("Method name is")[0]
+    inputs, outputs = body.split("following output(s):")
+    assert "inputs['sentences'] tensor_info:" in inputs
+    assert "DT_STRING" in inputs and "shape: (-1)" in inputs
+    blocks = {b.split("']")[0]: b for b in outputs.split("outputs['")[1:]}
+    assert sorted(blocks) == ["lengths", "tags", "tokens", "xpos_tags"], outputs
+    assert "DT_INT32" in blocks["lengths"] and "shape: (-1)" in blocks["lengths"]
+    for name in ("tags", "tokens", "xpos_tags"):
+        assert "DT_STRING" in blocks[name] and "shape: (-1, -1)" in blocks[name]
+
+
+# ---------------------------------------------------------------- serving
+def test_the_saved_model_needs_neither_zoo_nor_keras(served, exported, tmp_path):
+    assert served["signatures"] == {"upos": ["serving_default"], "xpos": ["serving_default"]}
+    roots = {name.split(".")[0] for name in served["imported_by_the_saved_model"]}
+    assert not roots & {"zoo", "keras", "tf_keras"}, served["imported_by_the_saved_model"]
+    assert not [name for name in served["modules"] if name.split(".")[0] == "zoo"]
+    # Where neither Keras nor tf-text can be imported, the SavedModel serves the same tags.
+    strict = _serve(exported, {n: CASES[n] for n in STRICT_CASES}, tmp_path, strict=True)
+    blocked = {"zoo", "keras", "tf_keras", "tensorflow_text"}
+    assert not [name for name in strict["modules"] if name.split(".")[0] in blocked]
+    for name in STRICT_CASES:
+        assert strict["outputs"][name] == served["outputs"][name], name
+
+
+def test_tags_equal_tag_sentences_of_the_in_memory_model(served, tagger, vocabulary):
+    output = served["outputs"]["dev"]
+    assert output["dtypes"] == {"lengths": "int32", "tags": "string", "tokens": "string"}
+    words = [_split(text) for text in TAGGED]
+    longest = max(len(w) for w in words)
+    assert output["shapes"] == {"lengths": [len(TAGGED)], "tags": [len(TAGGED), longest],
+                                "tokens": [len(TAGGED), longest]}  # fmt: skip
+    assert output["values"]["lengths"] == [len(w) for w in words]
+    assert _unpad(output, "tokens") == words
+    expected = tag_sentences(tagger, vocabulary, words)
+    tags = _unpad(output, "tags")
+    assert len({tag for sentence in expected for tag in sentence}) > 5  # the tags vary
+    assert set(tag for sentence in tags for tag in sentence) <= set(UPOS_TAGS)
+    assert tags == expected
+
+
+def test_long_sentences_get_a_tag_per_token_from_the_windows(served, tagger, vocabulary):
+    output = served["outputs"]["dev"]
+    tags = _unpad(output, "tags")
+    for text in LONG:
+        words = text.split()
+        tagged = tags[TAGGED.index(text)]
+        assert len(tagged) == len(words)
+        assert tagged == tag_sentences(tagger, vocabulary, [words], window=MAX_LENGTH)[0]
+    longest = LONG[3].split()
+    assert len(longest) == 5 * MAX_LENGTH
+    # Windows, not one pass: the model has no more than MAX_LENGTH positions to give.
+    assert len(tagging_windows(len(longest), MAX_LENGTH)) > 5
+
+
+def test_empty_sentences_have_no_tags(served, tagger, vocabulary):
+    outputs = served["outputs"]
+    assert outputs["empty"]["values"] == {"lengths": [0], "tags": [[]], "tokens": [[]]}
+    assert outputs["empty"]["shapes"]["tags"] == [1, 0]
+    assert outputs["only_empty"]["values"]["lengths"] == [0, 0, 0]
+    assert outputs["only_empty"]["shapes"]["tags"] == [3, 0]
+    for name in ("empty_batch", "xpos_empty_batch"):
+        shapes = outputs[name]["shapes"]
+        assert shapes["lengths"] == [0] and shapes["tags"] == [0, 0], name
+    mixed = outputs["mixed"]
+    texts = CASES["mixed"][1]
+    assert mixed["values"]["lengths"] == [len(t.split()) for t in texts]
+    expected = tag_sentences(tagger, vocabulary, [t.split() for t in texts])
+    assert _unpad(mixed, "tags") == expected
+    assert expected[0] == [] == expected[2]
+
+
+def test_invalid_utf8_is_replaced(served, tagger, vocabulary):
+    output = served["outputs"]["invalid_utf8"]
+    words = [_split(text) for text in INVALID]
+    assert all("\ufffd" in "".join(w) for w in words)
+    assert _unpad(output, "tokens") == words
+    assert _unpad(output, "tags") == tag_sentences(tagger, vocabulary, words)
+
+
+def test_the_xpos_head_is_served(served, xpos_tagger, vocabulary):
+    output = served["outputs"]["xpos"]
+    assert sorted(output["values"]) == ["lengths", "tags", "tokens", "xpos_tags"]
+    words = [_split(text) for text in CASES["xpos"][1]]
+    xpos = tag_sentences(xpos_tagger, vocabulary, words, head="xpos")
+    upos = tag_sentences(xpos_tagger, vocabulary, words)
+    assert _unpad(output, "xpos_tags") == xpos
+    assert _unpad(output, "tags") == upos
+    assert set(tag for sentence in xpos for tag in sentence) <= set(vocabulary.xpos_tags)
+    assert output["shapes"]["xpos_tags"] == output["shapes"]["tags"]
+
+
+@pytest.mark.parametrize(
+    "window, match",
+    [(MAX_LENGTH + 1, "more than the model's max_length"), (0, "positive int")],
+)
+def test_bad_settings_are_refused_before_writing(tagger, vocabulary, tmp_path, window, match):
+    with pytest.raises(ValueError, match=match):
+        export_tagger(tagger, vocabulary, tmp_path / "out", window=window)
+    assert not (tmp_path / "out").exists()
+
+
+def test_another_vocabulary_is_refused_before_writing(tagger, vocabulary, tmp_path):
+    other = TaggerVocabulary(vocabulary.words[:-1], vocabulary.chars, max_word_length=10)
+    with pytest.raises(ValueError, match="not its vocabulary"):
+        export_tagger(tagger, other, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_smaller_window_is_served(tagger, vocabulary):
+    serving = TaggerServing(tagger, vocabulary, window=5)
+    texts = [LONG[0], DEV[0], ""]
+    outputs = serving.tag(tf.constant(texts))
+    expected = tag_sentences(tagger, vocabulary, [t.split() for t in texts], window=5)
+    tags = [[t.decode() for t in row[:n]] for row, n in
+            zip(outputs["tags"].numpy(), outputs["lengths"].numpy())]  # fmt: skip
+    assert tags == expected
+    assert tags != tag_sentences(tagger, vocabulary, [t.split() for t in texts])  # other windows
+
+
+def test_docstring_examples_run():
+    result = doctest.testmod(serving_module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0

@@ -1,0 +1,360 @@
+"""Export a tagger for serving: the ``.keras`` model, its vocabulary, and a SavedModel.
+
+:func:`export_tagger` writes three things into one folder::
+
+    output_dir/
+      model.keras           the Keras model (``keras.models.load_model`` after ``import zoo``)
+      vocabulary.json       the TaggerVocabulary (``zoo.models.TaggerVocabulary.load``)
+      serving/              a TensorFlow SavedModel: sentences in, tags out
+
+The SavedModel is built from :class:`TaggerServing`, a ``tf.Module`` whose function runs the
+whole tagging in the graph: UTF-8 repair, the whitespace split, the word and character lookups of
+:class:`zoo.models.TaggerVocabulary` (lowercasing, ``[BOW] + chars + [EOW]`` with the prefix and
+suffix of a long word), the overlapping windows of :mod:`zoo.decoding.tagging` for long
+sentences, the model, Viterbi decoding of a CRF head (:func:`zoo.layers.crf_decode`, traced into
+TensorFlow ops) and the tag names. It uses core TensorFlow ops only: loading it needs
+TensorFlow, not zoo and not Keras (nor the tf-text ops, which a TensorFlow Serving image with
+them serves as well).
+
+The signature (``saved_model_cli show --all --dir output_dir/serving`` lists it):
+
+- ``serving_default``: ``sentences`` (``tf.string``, shape ``[None]``) ->
+
+  - ``tags``: ``tf.string`` ``[B, T]``, the UPOS tag of each token (one of
+    :data:`zoo.data.UPOS_TAGS`), padded with ``""`` after the sentence's last token;
+  - ``lengths``: ``tf.int32`` ``[B]``, the number of tokens (and tags) of each sentence;
+  - ``tokens``: ``tf.string`` ``[B, T]``, the tokens that were tagged, padded with ``""``;
+  - ``xpos_tags``: ``tf.string`` ``[B, T]``, the XPOS tags, padded with ``""``; only for a
+    model with an XPOS head.
+
+  ``T`` is the longest sentence of the request, in tokens (0 when every sentence is empty).
+  ``tags[i, :lengths[i]]`` are the tags of ``tokens[i, :lengths[i]]``.
+
+The contract, for each sentence:
+
+- Invalid UTF-8 is replaced by U+FFFD (``tf.strings.unicode_transcode`` with
+  ``errors="replace"``, which replaces exactly as Python's ``bytes.decode("utf-8", "replace")``
+  does), so a bad request never fails; U+FFFD is then an unknown character of a word.
+- The tokens are Python's ``sentence.split()``: runs of Unicode whitespace (the characters
+  for which ``str.isspace()`` is true) separate tokens; nothing else splits a word.
+- Each token gets a tag: a sentence of more than ``window`` tokens (the export setting, by
+  default the model's ``max_length``) is tagged in overlapping windows, each token taking
+  its tag from the window where it is most central (the rule of :mod:`zoo.decoding.tagging`);
+  nothing is truncated. The empty sentence (or only whitespace) has no tokens and no tags.
+- The tags are those of :func:`zoo.decoding.tag_sentences` on ``sentence.split()`` with the
+  same window. Words are lowercased (when the vocabulary lowercases) by
+  ``tf.strings.lower(encoding="utf-8")`` (ICU, with Python's full case mappings and final
+  sigma); it differs from ``str.lower`` only on characters newer than TensorFlow's Unicode
+  data (40 letters of Unicode 14), which no vocabulary of EWT has.
+
+All windows of a request go through the model in one call; clients send batches of a size
+they can afford. The function runs in plain graph mode (no XLA). In Python::
+
+    import tensorflow as tf
+
+    tagger = tf.saved_model.load("output_dir/serving")
+    outputs = tagger.signatures["serving_default"](sentences=tf.constant(["A dog runs ."]))
+    outputs["tags"]     # [[b"DET", b"NOUN", b"VERB", b"PUNCT"]]
+    outputs["lengths"]  # [4]
+
+With TensorFlow Serving's REST API::
+
+    POST /v1/models/tagger:predict
+    {"instances": ["A dog runs .", ""]}
+    -> {"predictions": [{"tags": ["DET", "NOUN", "VERB", "PUNCT"], "lengths": 4, ...},
+                        {"tags": ["", "", "", ""], "lengths": 0, ...}]}
+
+References:
+    Vaswani et al. 2017, "Attention Is All You Need" (the encoder); Lample et al. 2016, "Neural
+    Architectures for Named Entity Recognition" (a CRF over neural emissions); Viterbi 1967
+    (decoding).
+"""
+
+import os
+
+import keras
+import tensorflow as tf
+
+from zoo.data.conllu import UPOS_TAGS
+from zoo.decoding.tagging import tagger_window
+from zoo.layers import crf_decode
+from zoo.models.tagger import BOW_ID, EOW_ID, OOV_ID, PAD_ID
+
+__all__ = ["PYTHON_WHITESPACE", "TaggerServing", "export_tagger", "window_plan"]
+
+MODEL_FILE = "model.keras"
+VOCABULARY_FILE = "vocabulary.json"
+SERVING_DIR = "serving"
+
+_SENTENCES = tf.TensorSpec([None], tf.string, name="sentences")
+# The characters for which Python's str.isspace() is true: those that str.split() splits on.
+PYTHON_WHITESPACE = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+    "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+_WHITESPACE_RUN = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in PYTHON_WHITESPACE) + "]+"
+_FIRST_WORD_ID = 2  # word ids 0 and 1 are PAD_ID and OOV_ID
+_FIRST_CHAR_ID = 4  # character ids 0-3 are PAD_ID, OOV_ID, BOW_ID and EOW_ID
+
+
+class _Hidden:
+    """A plain holder: a ``tf.Module`` tracks neither it nor the Keras model inside it, so the
+    SavedModel holds the model's variables and traced ops, never Keras objects."""
+
+    def __init__(self, model):
+        self.model = model
+
+
+def _lookup_table(keys, first_id):
+    """A table from ``keys`` to ``first_id, first_id + 1, ...``; anything else is ``OOV_ID``."""
+    keys = list(keys)
+    values = list(range(first_id, first_id + len(keys)))
+    if not keys:  # a table cannot be empty; "" is never a token, nor a character
+        keys, values = [""], [OOV_ID]
+    initializer = tf.lookup.KeyValueTensorInitializer(
+        tf.constant(keys, tf.string), tf.constant(values, tf.int64)
+    )
+    return tf.lookup.StaticHashTable(initializer, default_value=OOV_ID)
+
+
+def _lowercase(words):
+    """``str.lower()`` of each word of ``words`` ``(N,)``, with NULs kept.
+
+    ``tf.strings.lower`` stops at a NUL, so each word is lowercased piece by piece between its
+    NULs, and the NULs are put back.
+    """
+    pieces = tf.strings.split(words, sep="\x00")  # (N, None)
+    lowered = tf.strings.lower(pieces, encoding="utf-8")
+    position = tf.ragged.range(pieces.row_lengths())
+    last = tf.equal(position, tf.expand_dims(pieces.row_lengths() - 1, 1))
+    separators = tf.ragged.map_flat_values(lambda is_last: tf.where(is_last, "", "\x00"), last)
+    return tf.strings.reduce_join(tf.strings.join([lowered, separators]), axis=1)  # (N,)
+
+
+def window_plan(lengths, window):
+    """The windows of sentences of ``lengths`` tokens: ``tagging_windows`` in TensorFlow.
+
+    Args:
+        lengths: ``(B,)`` int64, the number of tokens of each sentence.
+        window: the most tokens per window, a Python ``int`` >= 1.
+
+    Returns:
+        ``(sentence, start, first, end)``, each ``(M,)`` int64, one entry per window, the
+        windows of each sentence in order and the sentences in order (an empty sentence has
+        none): window ``m`` reads tokens ``[start, start + min(window, length))`` of sentence
+        ``sentence[m]`` and its tags are kept for tokens ``[first, end)``, exactly as
+        :func:`zoo.decoding.tagging.tagging_windows` gives them.
+
+    Example:
+        >>> [t.numpy().tolist() for t in window_plan(tf.constant([10, 0, 2], tf.int64), 4)]
+        [[0, 0, 0, 0, 2], [0, 2, 4, 6, 0], [0, 3, 5, 7, 0], [3, 5, 7, 10, 2]]
+    """
+    lengths = tf.convert_to_tensor(lengths, tf.int64)
+    stride = max(window // 2, 1)
+    several = (lengths - window + stride - 1) // stride + 1
+    count = tf.where(lengths > window, several, tf.minimum(lengths, 1))  # (B,)
+    sentence = tf.repeat(tf.range(tf.size(lengths, tf.int64)), count)  # (M,)
+    k = tf.ragged.range(count).flat_values  # (M,): the window's index in its sentence
+    length = tf.gather(lengths, sentence)  # (M,)
+    latest = tf.maximum(length - window, 0)  # the start of the last window
+
+    def start_of(index):
+        return tf.minimum(index * stride, latest)
+
+    start = start_of(k)
+    # Token i is nearer the centre of window k than of window k + 1 (or as near) exactly when
+    # 2 i <= start_k + start_{k+1} + window - 1.
+    first = tf.where(k == 0, tf.zeros_like(k), (start_of(k - 1) + start + window - 1) // 2 + 1)
+    last = tf.equal(k, tf.gather(count, sentence) - 1)
+    end = tf.where(last, length, (start + start_of(k + 1) + window - 1) // 2 + 1)
+    return sentence, start, first, end
+
+
+class TaggerServing(tf.Module):
+    """A tagger and its vocabulary as a ``tf.Module``: sentences in, tags out, in-graph.
+
+    Its ``tag`` function is the ``serving_default`` signature of the SavedModel written by
+    :meth:`save` (the contract is in :mod:`zoo.export.tagger_serving`). It traces in plain
+    TensorFlow graph mode. The module tracks the model's variables and the vocabulary's lookup
+    tables, not the Keras model itself, so the SavedModel holds no Keras objects.
+
+    Args:
+        model: a tagger of :func:`zoo.models.build_tagger`.
+        vocabulary: its :class:`zoo.models.TaggerVocabulary`.
+        window: the most tokens per model call; longer sentences are tagged in overlapping
+            windows. Defaults to the model's ``max_length``.
+        name: the module name.
+
+    Attributes:
+        window: the setting above, an ``int``.
+        heads: ``("upos",)`` or ``("upos", "xpos")``.
+        model_variables: the model's variables, tracked for the SavedModel.
+        word_table, char_table: the vocabulary's lookup tables (``tf.lookup.StaticHashTable``).
+
+    Example:
+        >>> from zoo.models import TaggerVocabulary, build_tagger, tagger_config
+        >>> vocabulary = TaggerVocabulary.build([["A", "cat", "."]], 1, max_word_length=10)
+        >>> model = build_tagger(tagger_config("tiny", **vocabulary.config_overrides()))
+        >>> serving = TaggerServing(model, vocabulary)
+        >>> outputs = serving.tag(tf.constant(["A cat .", ""]))
+        >>> sorted(outputs), outputs["lengths"].numpy().tolist(), outputs["tags"].shape
+        (['lengths', 'tags', 'tokens'], [3, 0], TensorShape([2, 3]))
+    """
+
+    def __init__(self, model, vocabulary, window=None, name="tagger_serving"):
+        super().__init__(name=name)
+        self.window = tagger_window(model, vocabulary, window)
+        outputs = model.output if isinstance(model.output, dict) else {"upos": model.output}
+        self.heads = tuple(head for head in ("upos", "xpos") if head in outputs)
+        self.model_variables = list(model.variables)
+        self.word_table = _lookup_table(vocabulary.words, _FIRST_WORD_ID)
+        self.char_table = _lookup_table(vocabulary.chars, _FIRST_CHAR_ID)
+        self._tag_names = {"upos": tuple(UPOS_TAGS), "xpos": tuple(vocabulary.xpos_tags)}
+        self._lowercase = vocabulary.lowercase
+        self._max_word_length = vocabulary.max_word_length
+        self._model = _Hidden(model)
+
+    # ------------------------------------------------------------------ the signature
+    @tf.function(input_signature=[_SENTENCES])
+    def tag(self, sentences):
+        """``serving_default``: one tag per whitespace-separated token.
+
+        Args:
+            sentences: ``tf.string`` ``[None]``, the sentences (any bytes).
+
+        Returns:
+            ``{"tags": tf.string [B, T], "lengths": tf.int32 [B], "tokens": tf.string [B, T]}``
+            (and ``"xpos_tags": tf.string [B, T]`` with an XPOS head): the UPOS tags and the
+            tokens of each sentence, padded with ``""`` after its ``lengths[i]`` tokens.
+        """
+        texts = tf.strings.unicode_transcode(
+            sentences, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+        )
+        texts = tf.strings.regex_replace(texts, _WHITESPACE_RUN, " ")
+        tokens = tf.strings.split(texts)  # (B, None): splits on " ", drops empty tokens
+        lengths = tokens.row_lengths()  # (B,) int64
+        words = tokens.flat_values  # (N,): every token of the request
+        tag_ids = tf.cond(
+            tf.size(words) > 0,
+            lambda: self._tag_words(words, tokens.row_starts(), lengths),
+            lambda: tuple(tf.zeros([0], tf.int32) for _ in self.heads),
+        )  # per head (N,)
+        outputs = {
+            "tokens": tokens.to_tensor(default_value=""),
+            "lengths": tf.cast(lengths, tf.int32),
+        }
+        for head, ids in zip(self.heads, tag_ids):
+            names = tf.gather(tf.constant(self._tag_names[head], tf.string), ids)  # (N,)
+            tags = tf.RaggedTensor.from_row_lengths(names, lengths, validate=False)
+            outputs["tags" if head == "upos" else "xpos_tags"] = tags.to_tensor(default_value="")
+        return outputs
+
+    def save(self, path):
+        """Write the SavedModel with its ``serving_default`` signature to ``path``; return it."""
+        tf.saved_model.save(self, os.fspath(path), signatures={"serving_default": self.tag})
+        return os.fspath(path)
+
+    # ------------------------------------------------------------------ the graph
+    def encode(self, words):
+        """The model inputs of ``words``, as :meth:`zoo.models.TaggerVocabulary.encode` has them.
+
+        Args:
+            words: ``tf.string`` ``(N,)``, valid UTF-8.
+
+        Returns:
+            ``(word_ids, char_ids)``: ``(N,)`` and ``(N, C)`` int32.
+        """
+        keys = _lowercase(words) if self._lowercase else words
+        word_ids = tf.cast(self.word_table.lookup(keys), tf.int32)  # (N,)
+        chars = tf.strings.unicode_split(words, "UTF-8")  # (N, None): code points
+        char_ids = tf.ragged.map_flat_values(self.char_table.lookup, chars)
+        # A long word keeps its first `head` and last `tail` characters.
+        room = self._max_word_length - 2
+        head = (room + 1) // 2
+        tail = room - head
+        count = tf.expand_dims(chars.row_lengths(), 1)  # (N, 1)
+        position = tf.ragged.range(chars.row_lengths())  # (N, None)
+        keep = tf.logical_or(position < head, position >= count - tail)
+        char_ids = tf.ragged.boolean_mask(char_ids, keep)  # (N, <= room)
+        markers = tf.ones_like(count)  # (N, 1)
+        char_ids = tf.concat([markers * BOW_ID, char_ids, markers * EOW_ID], axis=1)
+        char_ids = char_ids.to_tensor(PAD_ID, shape=[None, self._max_word_length])
+        return word_ids, tf.cast(char_ids, tf.int32)  # (N,), (N, C)
+
+    def _tag_words(self, words, row_starts, lengths):
+        """The tag ids of every token ``(N,)`` of the request, per head."""
+        sentence, start, first, end = window_plan(lengths, self.window)  # (M,) each
+        size = tf.minimum(tf.gather(lengths, sentence), self.window)  # (M,): words read
+        offsets = tf.range(tf.reduce_max(size))[tf.newaxis]  # (1, T)
+        real = offsets < size[:, tf.newaxis]  # (M, T)
+        position = start[:, tf.newaxis] + offsets  # (M, T): in the sentence
+        kept = real & (position >= first[:, tf.newaxis]) & (position < end[:, tf.newaxis])
+
+        word_ids, char_ids = self.encode(words)
+        padding = tf.size(words, tf.int64)  # the index of an all-padding word
+        index = tf.where(real, tf.gather(row_starts, sentence)[:, tf.newaxis] + position, padding)
+        word_ids = tf.concat([word_ids, [PAD_ID]], axis=0)  # (N + 1,)
+        char_ids = tf.concat([char_ids, tf.zeros_like(char_ids[:1])], axis=0)  # (N + 1, C)
+        inputs = {"words": tf.gather(word_ids, index), "chars": tf.gather(char_ids, index)}
+        outputs = self._model.model(inputs, training=False)  # (M, T, K[, K]) per head
+        if not isinstance(outputs, dict):
+            outputs = {"upos": outputs}
+        tag_ids = []
+        for head in self.heads:
+            scores = outputs[head]
+            if len(scores.shape) == 4:  # CRF potentials
+                ids, _ = crf_decode(scores, real)
+            else:
+                ids = tf.argmax(scores, axis=-1, output_type=tf.int32)
+            # Window after window, each keeps its run of words: the tokens in order.
+            tag_ids.append(tf.boolean_mask(tf.convert_to_tensor(ids), kept))  # (N,)
+        return tuple(tag_ids)
+
+
+def export_tagger(model, vocabulary, output_dir, window=None):
+    """Write ``model.keras``, ``vocabulary.json`` and the ``serving/`` SavedModel.
+
+    The SavedModel's ``serving_default`` maps ``sentences`` (``tf.string [None]``) to ``tags``
+    (``tf.string [B, T]``, padded with ``""``), ``lengths`` (``tf.int32 [B]``), ``tokens``
+    (``tf.string [B, T]``) and, with an XPOS head, ``xpos_tags``; the module docstring of
+    :mod:`zoo.export.tagger_serving` states the contract (UTF-8 repair, whitespace tokens,
+    windows for long sentences, no tags for an empty sentence). Everything is checked before
+    anything is written.
+
+    Args:
+        model: a tagger of :func:`zoo.models.build_tagger`.
+        vocabulary: its :class:`zoo.models.TaggerVocabulary`.
+        output_dir: the folder to write (created if missing; files in it are overwritten).
+        window: the most tokens per model call of the SavedModel; defaults to the model's
+            ``max_length``.
+
+    Returns:
+        ``output_dir``, as a ``str``.
+
+    Raises:
+        ValueError: a model that is not a tagger, a vocabulary that does not fit it, or a
+            window out of range (see :func:`zoo.decoding.tagging.tagger_window`).
+
+    Example:
+        >>> import os, tempfile
+        >>> from zoo.models import TaggerVocabulary, build_tagger, tagger_config
+        >>> vocabulary = TaggerVocabulary.build([["A", "cat", "."]], 1, max_word_length=10)
+        >>> model = build_tagger(tagger_config("tiny", **vocabulary.config_overrides()))
+        >>> out = export_tagger(model, vocabulary, os.path.join(tempfile.mkdtemp(), "tagger"))
+        >>> sorted(os.listdir(out))
+        ['model.keras', 'serving', 'vocabulary.json']
+        >>> serving = tf.saved_model.load(os.path.join(out, "serving"))
+        >>> outputs = serving.signatures["serving_default"](sentences=tf.constant(["A cat ."]))
+        >>> outputs["tokens"].numpy().tolist(), outputs["lengths"].numpy().tolist()
+        ([[b'A', b'cat', b'.']], [3])
+    """
+    serving = TaggerServing(model, vocabulary, window=window)
+    output_dir = os.fspath(output_dir)
+    os.makedirs(output_dir, exist_ok=True)
+    # The shipped file is for inference: a compiled model's .keras file also carries the
+    # optimizer state, so save an uncompiled model of the same layers.
+    inference_model = keras.Model(model.input, model.output, name=model.name)
+    inference_model.save(os.path.join(output_dir, MODEL_FILE))
+    vocabulary.save(os.path.join(output_dir, VOCABULARY_FILE))
+    serving.save(os.path.join(output_dir, SERVING_DIR))
+    return output_dir
