@@ -72,6 +72,40 @@ def assert_matches_pattern(make_layer, pattern, lengths, causal, batch=2, value_
         )
 
 
+def assert_equals_full_attention(layer, causal, padding=PADDING):
+    """``layer`` equals ``MultiHeadAttention`` with its weights, at the real positions."""
+    x = _x(B, T, D)
+    got = layer(x, padding_mask=padding, use_causal_mask=causal)
+    want = full_attention_twin(layer, x)(x, padding_mask=padding, use_causal_mask=causal)
+    np.testing.assert_allclose(np.asarray(got)[padding], np.asarray(want)[padding], atol=1e-5)
+
+
+def assert_masks_never_leak(layer, padding=PADDING):
+    """Padded keys and (with the causal flag) future keys never move a real output."""
+    check_padding_leak(lambda x, m: layer(x, padding_mask=m), _x(B, T, D), padding)
+    check_causal_leak(lambda x: layer(x, use_causal_mask=True), _x(B, 11, D))
+
+
+def assert_dropout_only_in_training(layer):
+    x = _x(B, T, D)
+    inference = np.asarray(layer(x))
+    np.testing.assert_array_equal(np.asarray(layer(x, training=False)), inference)
+    assert np.abs(np.asarray(layer(x, training=True)) - inference).max() > 1e-3
+
+
+def assert_unsupported_inputs_raise(layer):
+    """A (B, T, S) mask, the dense weights, T != S and a KV cache are clear errors."""
+    x = _x(B, T, D)
+    with pytest.raises(ValueError, match="not an arbitrary"):
+        layer(x, attention_mask=np.ones((B, T, T), bool))
+    with pytest.raises(ValueError, match="return_attention_scores"):
+        layer(x, return_attention_scores=True)
+    with pytest.raises(ValueError, match=f"T={T}, S={T - 2}"):
+        layer(x, _x(B, T - 2, D))
+    with pytest.raises(ValueError, match="has no KV cache"):
+        layer.init_cache(B, 8)
+
+
 def assert_encoder_learns(attention, attention_kwargs, steps=15):
     """A tiny encoder block with ``attention`` lowers its loss over a few training steps."""
     keras.utils.set_random_seed(0)
@@ -141,11 +175,7 @@ def test_registered_as_local():
 @pytest.mark.parametrize("causal", [False, True])
 def test_window_at_least_the_length_is_full_attention(causal):
     for window in (T - 1, T, 50):
-        layer = LocalAttention(num_heads=2, key_dim=8, window=window)
-        x = _x(B, T, D)
-        got = layer(x, padding_mask=PADDING, use_causal_mask=causal)
-        want = full_attention_twin(layer, x)(x, padding_mask=PADDING, use_causal_mask=causal)
-        np.testing.assert_allclose(np.asarray(got)[PADDING], np.asarray(want)[PADDING], atol=1e-5)
+        assert_equals_full_attention(LocalAttention(num_heads=2, key_dim=8, window=window), causal)
 
 
 @pytest.mark.filterwarnings("ignore:You are using a softmax")  # the reference at T=1
@@ -185,31 +215,16 @@ def test_unknown_length_in_a_graph():
 
 
 def test_dropout_only_in_training():
-    layer = LocalAttention(num_heads=2, key_dim=4, window=2, dropout=0.5)
-    x = _x(B, T, D)
-    inference = np.asarray(layer(x))
-    np.testing.assert_array_equal(np.asarray(layer(x, training=False)), inference)
-    assert np.abs(np.asarray(layer(x, training=True)) - inference).max() > 1e-3
+    assert_dropout_only_in_training(LocalAttention(num_heads=2, key_dim=4, window=2, dropout=0.5))
 
 
 # ---------------------------------------------------------------- masks and errors
 def test_padding_and_causal_never_leak():
-    layer = LocalAttention(num_heads=2, key_dim=8, window=2, fused_qkv=True)
-    check_padding_leak(lambda x, m: layer(x, padding_mask=m), _x(B, T, D), PADDING)
-    check_causal_leak(lambda x: layer(x, use_causal_mask=True), _x(B, 11, D))
+    assert_masks_never_leak(LocalAttention(num_heads=2, key_dim=8, window=2, fused_qkv=True))
 
 
 def test_unsupported_inputs_are_clear_errors():
-    layer = LocalAttention(num_heads=2, key_dim=4, window=2)
-    x = _x(B, T, D)
-    with pytest.raises(ValueError, match="not an arbitrary"):
-        layer(x, attention_mask=np.ones((B, T, T), bool))
-    with pytest.raises(ValueError, match="return_attention_scores"):
-        layer(x, return_attention_scores=True)
-    with pytest.raises(ValueError, match="T=7, S=5"):
-        layer(x, _x(B, 5, D))
-    with pytest.raises(ValueError, match="has no KV cache"):
-        layer.init_cache(B, 8)
+    assert_unsupported_inputs_raise(LocalAttention(num_heads=2, key_dim=4, window=2))
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError, match="`window` must be an integer >= 0"):
             LocalAttention(num_heads=2, key_dim=4, window=bad)
@@ -224,14 +239,15 @@ def test_decoder_block_is_causal():
     assert_decoder_block_is_causal("local", {"window": 3})
 
 
-def test_equals_the_dense_pattern_on_jax():
+def test_equals_the_dense_pattern_and_learns_on_jax():
     script = (
         "from tests.layers.test_local_attention import *\n"
         "assert_matches_pattern(lambda: LocalAttention(num_heads=2, key_dim=8, window=2),\n"
         "    lambda n: local_pattern(n, 2), lengths=(5, 8), causal=True)\n"
-        "print('matches')\n"
+        "assert_encoder_learns('local', {'window': 2})\n"
+        "print('matches and learns')\n"
     )
-    assert "matches" in run_on_jax(script)
+    assert "matches and learns" in run_on_jax(script)
 
 
 def test_docstring_examples_run():

@@ -40,7 +40,6 @@ def strided_part(q, k, v, key_valid, stride, causal, exclude_within=-1, **attend
         ``(out (B, T, N, Hv), lse (B, T, N))``, float32.
     """
     batch, length = ops.shape(q)[0], ops.shape(q)[1]
-    n, hv = q.shape[2], v.shape[3]
     rows = length // stride
 
     def columns(x):  # (B, T, ...) -> (B * l, R, ...): column c holds positions c, c + l, ...
