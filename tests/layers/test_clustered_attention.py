@@ -1,9 +1,13 @@
+import doctest
+
 import keras
 import numpy as np
 import pytest
 
-from tests.harness import check_padding_leak, run_layer_test
-from zoo.layers import MultiHeadAttention, TransformerEncoderBlock, get_attention
+from tests.harness import check_padding_leak, run_layer_test, run_on_jax
+from tests.layers.test_local_attention import assert_encoder_learns
+from zoo.layers import MultiHeadAttention, TransformerDecoderBlock, get_attention
+from zoo.layers.attention import clustered as clustered_module
 from zoo.layers.attention.clustered import ClusteredAttention
 
 RNG = np.random.default_rng(0)
@@ -133,38 +137,52 @@ def test_padding_never_leaks(fused):
     check_padding_leak(lambda x, m: layer(x, padding_mask=m), _x(B, T, D), PADDING)
 
 
-def test_clear_errors():
-    layer = ClusteredAttention(num_heads=2, key_dim=4, num_clusters=2, chunk_size=4)
+def assert_unsupported_inputs_raise(layer):
+    """A (B, T, S) mask, the weights, a separate value and a KV cache are clear errors."""
     x = _x(B, T, D)
-    with pytest.raises(ValueError, match="does not support use_causal_mask"):
-        layer(x, use_causal_mask=True)
     with pytest.raises(ValueError, match="not an arbitrary"):
         layer(x, attention_mask=np.ones((B, T, T), bool))
     with pytest.raises(ValueError, match="return_attention_scores is not supported"):
         layer(x, return_attention_scores=True)
     with pytest.raises(ValueError, match="self-attention only"):
-        layer(x, _x(B, 7, D))
+        layer(x, _x(B, T, D))
     with pytest.raises(ValueError, match="has no KV cache"):
         layer.init_cache(B, 4)
-    with pytest.raises(ValueError, match="score='cosine' is not"):
+
+
+def test_clear_errors():
+    layer = ClusteredAttention(num_heads=2, key_dim=4, num_clusters=2, chunk_size=4)
+    assert_unsupported_inputs_raise(layer)
+    with pytest.raises(ValueError, match="does not support use_causal_mask"):
+        layer(_x(B, T, D), use_causal_mask=True)
+    with pytest.raises(ValueError, match="ClusteredAttention uses dot-product scores; score='cosine'"):
         ClusteredAttention(num_heads=2, key_dim=4, score="cosine")
     with pytest.raises(ValueError, match="centroid_decay must be in"):
         ClusteredAttention(num_heads=2, key_dim=4, centroid_decay=1.0)
 
 
-# ---------------------------------------------------------------- inside a block
-def test_trains_inside_an_encoder_block():
-    keras.utils.set_random_seed(0)
-    inputs = keras.Input((12, D))
-    block = TransformerEncoderBlock(
-        num_heads=2, ff_dim=32, attention="clustered",
-        attention_kwargs={"num_clusters": 2, "chunk_size": 4, "centroid_decay": 0.9},
+# ---------------------------------------------------------------- in the blocks, on JAX
+def test_encoder_block_learns():
+    assert_encoder_learns("clustered", {"num_clusters": 2, "chunk_size": 4, "centroid_decay": 0.9})
+
+
+def test_a_decoder_block_says_causal_is_unsupported():
+    block = TransformerDecoderBlock(num_heads=2, ff_dim=32, attention="clustered")
+    with pytest.raises(ValueError, match="ClusteredAttention .* does not support use_causal_mask"):
+        block(_x(B, T, D), encoder_output=_x(B, 7, D))
+
+
+def test_equals_the_reference_and_learns_on_jax():
+    script = (
+        "from tests.layers.test_clustered_attention import *\n"
+        "test_equals_full_attention_with_the_same_cluster_mask(4, 2)\n"
+        "test_centroids_follow_the_routed_means_in_training_only()\n"
+        "assert_encoder_learns('clustered', {'num_clusters': 2, 'chunk_size': 4})\n"
+        "print('matches and learns')\n"
     )
-    model = keras.Model(inputs, keras.layers.Dense(D)(block(inputs)))
-    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
-    x = _x(32, 12, D)
-    target = np.repeat(x.mean(axis=1, keepdims=True), 12, axis=1) + x  # needs mixing positions
-    centroids = np.array(block.self_attention_layer.centroids.numpy())
-    losses = model.fit(x, target, batch_size=8, epochs=8, verbose=0).history["loss"]
-    assert losses[-1] < 0.7 * losses[0], losses
-    assert np.abs(block.self_attention_layer.centroids.numpy() - centroids).max() > 1e-3
+    assert "matches and learns" in run_on_jax(script)
+
+
+def test_docstring_examples_run():
+    result = doctest.testmod(clustered_module)
+    assert result.attempted > 0 and result.failed == 0

@@ -1,9 +1,16 @@
-import keras
+import doctest
+
 import numpy as np
 import pytest
 
-from tests.harness import check_causal_leak, check_padding_leak, run_layer_test
-from zoo.layers import TransformerEncoderBlock, get_attention
+from tests.harness import check_causal_leak, check_padding_leak, run_layer_test, run_on_jax
+from tests.layers.test_local_attention import (
+    assert_decoder_block_is_causal,
+    assert_dynamic_length_matches,
+    assert_encoder_learns,
+)
+from zoo.layers import get_attention
+from zoo.layers.attention import synthesizer as synthesizer_module
 from zoo.layers.attention.synthesizer import SynthesizerAttention
 
 RNG = np.random.default_rng(0)
@@ -126,18 +133,32 @@ def test_clear_errors():
         SynthesizerAttention(num_heads=2, key_dim=4, mode="dense", trainable_random=False)
 
 
-# ---------------------------------------------------------------- inside a block
+# ---------------------------------------------------------------- in the blocks, on JAX
 @pytest.mark.parametrize("mode", ["dense", "random"])
-def test_trains_inside_an_encoder_block(mode):
-    keras.utils.set_random_seed(0)
-    inputs = keras.Input((8, D))
-    block = TransformerEncoderBlock(
-        num_heads=2, ff_dim=32, attention="synthesizer",
-        attention_kwargs={"max_length": 8, "mode": mode},
+def test_encoder_block_learns(mode):
+    assert_encoder_learns("synthesizer", {"max_length": 12, "mode": mode})
+
+
+def test_decoder_block_is_causal():
+    assert_decoder_block_is_causal("synthesizer", {"max_length": 9})
+
+
+def test_unknown_length_in_a_graph():
+    layer = SynthesizerAttention(num_heads=2, key_dim=4, max_length=L)
+    assert_dynamic_length_matches(layer, (5, 9))
+
+
+def test_equals_the_reference_and_learns_on_jax():
+    script = (
+        "from tests.layers.test_synthesizer_attention import *\n"
+        "test_equals_softmax_of_the_synthetic_logits_times_values('dense')\n"
+        "test_padding_and_causal_never_leak('random')\n"
+        "assert_encoder_learns('synthesizer', {'max_length': 12})\n"
+        "print('matches and learns')\n"
     )
-    model = keras.Model(inputs, keras.layers.Dense(D)(block(inputs)))
-    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
-    x = _x(32, 8, D)
-    target = np.cumsum(x, axis=1) / np.arange(1, 9)[None, :, None]  # needs mixing positions
-    losses = model.fit(x, target, batch_size=8, epochs=8, verbose=0).history["loss"]
-    assert losses[-1] < 0.7 * losses[0], losses
+    assert "matches and learns" in run_on_jax(script)
+
+
+def test_docstring_examples_run():
+    result = doctest.testmod(synthesizer_module)
+    assert result.attempted > 0 and result.failed == 0

@@ -5,16 +5,10 @@ import math
 import keras
 from keras import ops
 
+from zoo.layers.attention.local import pad_to_multiple
 from zoo.layers.attention.multi_head import MultiHeadAttention
 from zoo.layers.attention.registry import register_attention
 from zoo.layers.masking import mask_value
-
-
-def pad_to_multiple(x, multiple, value=0):
-    """Pad axis 1 of ``x`` at the end with ``value`` up to a multiple of ``multiple``."""
-    pad = (-ops.shape(x)[1]) % multiple
-    widths = [[0, 0], [0, pad]] + [[0, 0]] * (len(x.shape) - 2)
-    return ops.pad(x, widths, constant_values=value)
 
 
 def unit_vectors(x, axis=-1):
@@ -42,6 +36,16 @@ class SelfAttentionOnly:
             "tokens of one sequence as queries and keys together; call it without `value` "
             "and `key`."
         )
+
+
+def dot_product_scale(layer):
+    """The score scale of a variant with dot-product scores; other scores raise ``ValueError``."""
+    if layer.score not in ("scaled_dot", "dot"):
+        raise ValueError(
+            f"{type(layer).__name__} uses dot-product scores; score={layer.score!r} is not "
+            "supported (use 'scaled_dot' or 'dot')."
+        )
+    return 1.0 / math.sqrt(layer.key_dim) if layer.score == "scaled_dot" else 1.0
 
 
 def check_mask_parts(layer, masks, return_weights, causal_reason=None):
@@ -120,11 +124,7 @@ class ClusteredAttention(SelfAttentionOnly, MultiHeadAttention):
 
     def __init__(self, *args, num_clusters=4, chunk_size=32, centroid_decay=0.999, **kwargs):
         super().__init__(*args, **kwargs)
-        if self.score not in ("scaled_dot", "dot"):
-            raise ValueError(
-                f"Clustered attention uses dot-product scores; score={self.score!r} is not "
-                "supported (use 'scaled_dot' or 'dot')."
-            )
+        dot_product_scale(self)
         if num_clusters < 1 or chunk_size < 1:
             raise ValueError(
                 f"num_clusters and chunk_size must be >= 1; got {num_clusters} and {chunk_size}."
@@ -149,7 +149,8 @@ class ClusteredAttention(SelfAttentionOnly, MultiHeadAttention):
     def route(self, x):
         """The cluster of each unit vector ``x / |x|``: ``(B, N, T, H)`` -> int32 ``(B, N, T)``."""
         x = unit_vectors(ops.stop_gradient(ops.cast(x, "float32")))
-        similarity = ops.einsum("bnth,nch->bntc", x, unit_vectors(self.centroids))
+        centroids = unit_vectors(ops.convert_to_tensor(self.centroids))  # (N, C, H)
+        similarity = ops.einsum("bnth,nch->bntc", x, centroids)
         return ops.cast(ops.argmax(similarity, axis=-1), "int32")
 
     def _sorted_order(self, cluster, real):
@@ -170,9 +171,10 @@ class ClusteredAttention(SelfAttentionOnly, MultiHeadAttention):
             counts = counts + ops.sum(members, axis=(0, 2))  # (N, C)
         counts = ops.expand_dims(counts, -1)  # (N, C, 1)
         means = sums / ops.maximum(counts, 1.0)
-        old = unit_vectors(self.centroids)
-        new = unit_vectors(self.centroid_decay * old + (1.0 - self.centroid_decay) * means)
-        self.centroids.assign(ops.where(counts > 0, new, self.centroids))
+        centroids = ops.convert_to_tensor(self.centroids)  # (N, C, H)
+        decayed = self.centroid_decay * unit_vectors(centroids)
+        new = unit_vectors(decayed + (1.0 - self.centroid_decay) * means)
+        self.centroids.assign(ops.where(counts > 0, new, centroids))
 
     # ------------------------------------------------------------------ attention
     def _attend_with_masks(self, q, k, v, masks, return_weights, training):
@@ -214,7 +216,7 @@ class ClusteredAttention(SelfAttentionOnly, MultiHeadAttention):
         key_real = chunks(ops.broadcast_to(real, ops.shape(k_order)), k_order)  # (B, N, C', w)
         allowed = ops.logical_and(allowed, key_real[..., None, :])  # (B, N, C', w, w)
 
-        scale = 1.0 / math.sqrt(self.key_dim) if self.score == "scaled_dot" else 1.0
+        scale = dot_product_scale(self)
         scores = ops.einsum("bncqh,bnckh->bncqk", q_sorted, chunks(k, k_order))
         scores = ops.where(allowed, ops.cast(scores, "float32") * scale, mask_value("float32"))
         own_scores = ops.sum(q_sorted * chunks(k, q_order), axis=-1, keepdims=True)

@@ -1,0 +1,255 @@
+"""Sparse Sinkhorn attention (Tay et al. 2020): learned soft sorting of blocks, then local attention."""
+
+import math
+
+import keras
+from keras import ops
+
+from zoo.layers.attention.clustered import (
+    SelfAttentionOnly,
+    check_mask_parts,
+    dot_product_scale,
+)
+from zoo.layers.attention.local import pad_to_multiple
+from zoo.layers.attention.multi_head import MultiHeadAttention
+from zoo.layers.attention.registry import register_attention
+from zoo.layers.masking import mask_value
+
+
+def sinkhorn(log_alpha, iterations, valid=None):
+    """Sinkhorn normalization in log space: a doubly stochastic matrix from ``exp(log_alpha)``.
+
+    Each iteration normalizes the rows, then the columns (``F_c(F_r(.))``, eq. 5 of Tay et
+    al. 2020); in the limit every row and every column sums to 1, and after each iteration the
+    columns do exactly.
+
+    Args:
+        log_alpha: ``(..., n, n)`` log-scores (float32).
+        iterations: the number of row-then-column normalizations.
+        valid: boolean, broadcastable to ``log_alpha``, or None. Only the valid entries take
+            part; the rest are 0 in the result. The valid entries should form a square
+            submatrix (the same set of rows and columns), for which the result is doubly
+            stochastic; an all-invalid row or column stays 0.
+
+    Returns:
+        ``(..., n, n)`` float32, the soft permutation matrix.
+    """
+    floor = mask_value("float32")
+
+    def masked(x):
+        return x if valid is None else ops.where(valid, x, floor)
+
+    log_alpha = masked(ops.cast(log_alpha, "float32"))
+    for _ in range(iterations):
+        log_alpha = masked(log_alpha - ops.logsumexp(log_alpha, axis=-1, keepdims=True))
+        log_alpha = masked(log_alpha - ops.logsumexp(log_alpha, axis=-2, keepdims=True))
+    matrix = ops.exp(log_alpha)
+    return matrix if valid is None else ops.where(valid, matrix, 0.0)
+
+
+def _blocks(x, block_size):
+    """``(B, T, ...)`` -> ``(B, T/b, b, ...)``, ``T`` a multiple of ``b``."""
+    return ops.reshape(x, (ops.shape(x)[0], -1, block_size) + tuple(x.shape[2:]))
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+@register_attention("sinkhorn")
+class SinkhornAttention(SelfAttentionOnly, MultiHeadAttention):
+    """Sparse Sinkhorn attention: each block attends itself and a learned soft sort of the blocks.
+
+    The sequence is cut into ``n`` blocks of ``b = block_size`` tokens. Per head, a small
+    sorting network scores every pair of blocks from their mean queries and keys (the
+    paper's sum pooling, as a mean over the real tokens):
+
+        R_ij = relu(qbar_i W_q) . relu(kbar_j W_k) / sqrt(sort_dim)
+
+    and Sinkhorn normalization of ``(R + g) / temperature`` (``g`` Gumbel noise, only in
+    training) gives a soft permutation matrix ``S``, doubly stochastic over the blocks. The
+    sorted keys and values of block ``i`` are ``sum_j S_ij K_j`` and ``sum_j S_ij V_j``. Each
+    query block attends, with one softmax, its sorted block and its own block (the paper's
+    concatenation of sorted and local keys), ``2b`` keys: O(T b + n^2) memory, never T x T.
+
+    The paper's sorting network maps each block to ``n`` logits, which fixes the number of
+    blocks; here the logits are the dot products of two small per-head networks of the blocks,
+    so any length works, including lengths that are not a multiple of ``block_size``.
+
+    Masks:
+
+    - Padding masks: padded tokens are left out of the block means and zeroed before the
+      sorting; a position of a sorted block is masked when none of the blocks mixed into it
+      has a real token there, and an all-padding block takes no part in the sorting.
+    - ``use_causal_mask``: block ``i`` is sorted from the blocks ``j < i`` only, with row
+      scores from the mean query of those earlier blocks, and its own block is attended
+      causally. Sinkhorn's column normalization would let later blocks change the earlier
+      rows of ``S``, so in causal mode ``S`` is normalized over its rows only (a softmax over
+      the earlier blocks); the first block attends only itself.
+    - An ``attention_mask`` raises ``ValueError``; so does ``return_attention_scores`` (the
+      weights over the sorted blocks are not weights over tokens).
+
+    Attention dropout applies to the weights. Self-attention only; no KV cache.
+
+    Args:
+        block_size: b, the number of tokens of a block.
+        temperature: the Sinkhorn temperature; lower is closer to a hard permutation.
+        sinkhorn_iterations: the number of row-then-column normalizations.
+        sort_dim: the width of the sorting network; defaults to ``key_dim``.
+        gumbel_noise: add Gumbel noise to the sorting logits in training (Gumbel-Sinkhorn).
+        *args, **kwargs: the arguments of ``MultiHeadAttention`` (``num_heads``, ``key_dim``,
+            ``dropout``, ``fused_qkv`` ...). The score must be ``"scaled_dot"`` or ``"dot"``.
+
+    Call arguments:
+        The same as ``MultiHeadAttention``, without ``value``, ``key``, ``attention_mask`` and
+        the cache.
+
+    Returns:
+        ``(B, T, output_dim)``. Outputs at padded positions are meaningless.
+
+    Example:
+        >>> x = keras.random.normal((2, 10, 16))
+        >>> attention = SinkhornAttention(num_heads=2, key_dim=8, block_size=4)
+        >>> tuple(attention(x, use_causal_mask=True).shape)
+        (2, 10, 16)
+
+    References:
+        Tay et al. 2020, "Sparse Sinkhorn Attention", ICML, sections 3.1-3.3.
+        Mena et al. 2018, "Learning Latent Permutations with Gumbel-Sinkhorn Networks".
+    """
+
+    supports_cache = False
+
+    def __init__(
+        self,
+        *args,
+        block_size=16,
+        temperature=0.75,
+        sinkhorn_iterations=8,
+        sort_dim=None,
+        gumbel_noise=True,
+        **kwargs,
+    ):
+        super().__init__(*args, **kwargs)
+        dot_product_scale(self)
+        if block_size < 1 or sinkhorn_iterations < 1:
+            raise ValueError(
+                f"block_size and sinkhorn_iterations must be >= 1; got {block_size} and "
+                f"{sinkhorn_iterations}."
+            )
+        if temperature <= 0:
+            raise ValueError(f"temperature must be > 0; got {temperature}.")
+        self.block_size = block_size
+        self.temperature = temperature
+        self.sinkhorn_iterations = sinkhorn_iterations
+        self.sort_dim = sort_dim
+        self.gumbel_noise = gumbel_noise
+
+    def build(self, query_shape, value_shape=None, key_shape=None):
+        super().build(query_shape, value_shape, key_shape)
+        shape = (self.num_heads, self.key_dim, self.sort_dim or self.key_dim)
+        self.sort_query_kernel = self.add_weight(
+            name="sort_query_kernel", shape=shape, initializer=self.kernel_initializer
+        )
+        self.sort_key_kernel = self.add_weight(
+            name="sort_key_kernel", shape=shape, initializer=self.kernel_initializer
+        )
+
+    # ------------------------------------------------------------------ sorting
+    def sorting_matrix(self, q, k, real, causal=False, training=None):
+        """The soft permutation ``S`` of the blocks, ``(B, N, n, n)`` float32.
+
+        Args:
+            q, k: ``(B, T, N, H)`` with ``T`` a multiple of ``block_size``.
+            real: ``(B, T)`` boolean, True for real tokens.
+            causal: sort block ``i`` from blocks ``j < i`` only (rows normalized only).
+            training: whether to add Gumbel noise.
+        """
+        b = self.block_size
+        real = ops.cast(_blocks(real, b), "float32")  # (B, n, b)
+        count = ops.sum(real, axis=-1)  # (B, n)
+
+        def block_sums(x):
+            x = ops.cast(_blocks(x, b), "float32")  # (B, n, b, N, H)
+            return ops.einsum("bcpnh,bcp->bnch", x, real)  # (B, N, n, H)
+
+        q_sum, k_sum = block_sums(q), block_sums(k)
+        q_count = k_count = count[:, None, :, None]  # (B, 1, n, 1)
+        if causal:  # the rows see the blocks before their own only
+            q_sum = ops.cumsum(q_sum, axis=2) - q_sum
+            q_count = ops.cumsum(q_count, axis=2) - q_count
+        q_mean = q_sum / ops.maximum(q_count, 1.0)
+        k_mean = k_sum / ops.maximum(k_count, 1.0)
+        rows = ops.relu(ops.einsum("bnih,nhd->bnid", q_mean, self.sort_query_kernel))
+        cols = ops.relu(ops.einsum("bnjh,nhd->bnjd", k_mean, self.sort_key_kernel))
+        logits = ops.einsum("bnid,bnjd->bnij", rows, cols) / math.sqrt(ops.shape(rows)[-1])
+        if training and self.gumbel_noise:
+            uniform = keras.random.uniform(
+                ops.shape(logits), minval=1e-6, maxval=1.0 - 1e-6, seed=self.seed_generator
+            )
+            logits = logits - ops.log(-ops.log(uniform))
+        logits = logits / self.temperature
+
+        has_real = ops.greater(count, 0.0)  # (B, n)
+        valid = ops.logical_and(has_real[:, None, :, None], has_real[:, None, None, :])
+        if not causal:
+            return sinkhorn(logits, self.sinkhorn_iterations, valid)  # (B, N, n, n)
+        blocks = ops.arange(ops.shape(count)[1])
+        valid = ops.logical_and(valid, ops.greater(blocks[:, None], blocks[None, :]))  # j < i
+        logits = ops.where(valid, logits, mask_value("float32"))
+        weights = ops.exp(logits - ops.logsumexp(logits, axis=-1, keepdims=True))  # row softmax
+        return ops.where(valid, weights, 0.0)
+
+    # ------------------------------------------------------------------ attention
+    def _attend_with_masks(self, q, k, v, masks, return_weights, training):
+        check_mask_parts(self, masks, return_weights)
+        b = self.block_size
+        batch, length = ops.shape(q)[0], ops.shape(q)[1]
+        real = masks.padding
+        if real is None:
+            real = ops.ones((batch, length), "bool")
+        real = pad_to_multiple(ops.cast(real, "bool"), b, False)  # (B, T')
+        q, k, v = (pad_to_multiple(x, b) for x in (q, k, v))  # (B, T', N, H)
+        padded_length = ops.shape(q)[1]
+        k = k * ops.cast(real, k.dtype)[:, :, None, None]  # padding never enters a sort
+        v = v * ops.cast(real, v.dtype)[:, :, None, None]
+        sort = self.sorting_matrix(q, k, real, masks.causal, training)  # (B, N, n, n)
+
+        def heads_first(x):
+            return ops.transpose(_blocks(x, b), (0, 3, 1, 2, 4))  # (B, N, n, b, H)
+
+        q, k, v = heads_first(q), heads_first(k), heads_first(v)
+        real_blocks = ops.cast(_blocks(real, b), "float32")  # (B, n, b)
+        k_sorted = ops.einsum("bnij,bnjph->bniph", ops.cast(sort, k.dtype), k)
+        v_sorted = ops.einsum("bnij,bnjph->bniph", ops.cast(sort, v.dtype), v)
+        sorted_real = ops.einsum("bnij,bjp->bnip", sort, real_blocks) > 0  # (B, N, n, b)
+        local_real = ops.cast(real_blocks[:, None], "bool")  # (B, 1, n, b)
+        local_mask = local_real[..., None, :]  # (B, 1, n, 1, b)
+        if masks.causal:
+            local_mask = ops.logical_and(local_mask, ops.tril(ops.ones((b, b), "bool")))
+
+        scale = dot_product_scale(self)
+        floor = mask_value("float32")
+        scores = []
+        for keys, allowed in ((k_sorted, sorted_real[..., None, :]), (k, local_mask)):
+            s = ops.cast(ops.einsum("bniph,bnirh->bnipr", q, keys), "float32") * scale
+            scores.append(ops.where(allowed, s, floor))  # (B, N, n, b, b)
+        weights = ops.softmax(ops.concatenate(scores, axis=-1), axis=-1)  # (B, N, n, b, 2b)
+        if self.dropout and training:
+            weights = keras.random.dropout(weights, self.dropout, seed=self.seed_generator)
+        weights = ops.cast(weights, v.dtype)
+        out = ops.einsum("bnipr,bnirh->bniph", weights[..., :b], v_sorted)
+        out = out + ops.einsum("bnipr,bnirh->bniph", weights[..., b:], v)  # (B, N, n, b, Hv)
+        out = ops.transpose(out, (0, 2, 3, 1, 4))  # (B, n, b, N, Hv)
+        out = ops.reshape(out, (-1, padded_length, self.num_heads, self._value_dim))  # (B,T',N,Hv)
+        return out[:, :length]  # (B, T, N, Hv)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "block_size": self.block_size,
+                "temperature": self.temperature,
+                "sinkhorn_iterations": self.sinkhorn_iterations,
+                "sort_dim": self.sort_dim,
+                "gumbel_noise": self.gumbel_noise,
+            }
+        )
+        return config
