@@ -6,6 +6,7 @@ other two have random weights: softmax with learned positions, and a model with 
 """
 
 import doctest
+import functools
 
 import keras
 import numpy as np
@@ -24,19 +25,19 @@ MAX_LENGTH = 16  # the taggers' positions: the default window
 TRAIN = 600  # the EWT training sentences of the vocabulary and the training
 
 
+@functools.cache
 def ewt_vocabulary():
     """The vocabulary of 600 EWT training sentences: words seen twice, characters once, and
     their XPOS tags."""
     return TaggerVocabulary.build(load_ud_english_ewt("train")[:TRAIN], max_word_length=10)
 
 
-def trained_tagger(vocabulary, steps=40, **overrides):
-    """A tiny CRF tagger trained ``steps`` batches of 16 EWT sentences of <= 16 words."""
-    keras.utils.set_random_seed(0)
-    config = tagger_config(
-        "tiny", max_length=MAX_LENGTH, **{**vocabulary.config_overrides(), **overrides}
-    )
-    model = build_tagger(config)
+@functools.cache
+def trained_tagger(steps=40):
+    """A tiny CRF tagger (relative positions) of :func:`ewt_vocabulary`, trained ``steps``
+    batches of 16 EWT sentences of <= 16 words: its tags vary. Made once per session."""
+    vocabulary = ewt_vocabulary()
+    model = random_tagger(vocabulary, 0)
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=CRFLoss())
     train = [s for s in load_ud_english_ewt("train")[:TRAIN] if len(s.words) <= MAX_LENGTH]
     encoded = vocabulary.encode(train[: 16 * steps], length=MAX_LENGTH)
@@ -46,6 +47,7 @@ def trained_tagger(vocabulary, steps=40, **overrides):
 
 
 def random_tagger(vocabulary, seed, **overrides):
+    """A tiny tagger of ``vocabulary`` with 16 positions and random weights of ``seed``."""
     keras.utils.set_random_seed(seed)
     config = tagger_config(
         "tiny", max_length=MAX_LENGTH, **{**vocabulary.config_overrides(), **overrides}
@@ -66,8 +68,8 @@ def vocabulary():
 
 
 @pytest.fixture(scope="module")
-def crf_model(vocabulary):
-    return trained_tagger(vocabulary)
+def crf_model():
+    return trained_tagger()
 
 
 @pytest.fixture(scope="module")

@@ -182,9 +182,8 @@ def vocabulary():
 
 
 @pytest.fixture(scope="module")
-def tagger(vocabulary):
-    """A tiny CRF tagger (relative positions), trained a few steps on EWT: varied tags."""
-    return trained_tagger(vocabulary)
+def tagger():
+    return trained_tagger()
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,7 @@ whole tagging in the graph: UTF-8 repair, the whitespace split, the word and cha
 suffix of a long word), the overlapping windows of :mod:`zoo.decoding.tagging` for long
 sentences, the model, Viterbi decoding of a CRF head (:func:`zoo.layers.crf_decode`, traced into
 TensorFlow ops) and the tag names. It uses core TensorFlow ops only: loading it needs
-TensorFlow, not zoo and not Keras (nor the tf-text ops, which a TensorFlow Serving image with
-them serves as well).
+TensorFlow, and neither zoo, Keras nor the tf-text ops; any TensorFlow Serving image serves it.
 
 The signature (``saved_model_cli show --all --dir output_dir/serving`` lists it):
 
