@@ -83,8 +83,10 @@ def test_a_resumed_run_does_not_replace_a_better_model(tmp_path):
         assert json.load(f) == {"monitor": "val_accuracy", "best": 0.95, "epoch": 2}
 
 
-def test_xpos_head_and_softmax_training(tmp_path):
-    config = get_config("tiny", epochs=1, num_xpos_tags=1, use_crf=False, label_smoothing=0.1)
+def test_xpos_head_softmax_and_weight_averaging(tmp_path):
+    config = get_config(
+        "tiny", epochs=1, num_xpos_tags=1, use_crf=False, label_smoothing=0.1, ema_momentum=0.9
+    )
     # Dev sentences from the training set: 200 sentences do not have every XPOS tag of dev.
     model, history, vocabulary = train_tagger(
         config, str(tmp_path / "xpos"), strategy="one_device", train_sentences=TRAIN,
@@ -93,6 +95,13 @@ def test_xpos_head_and_softmax_training(tmp_path):
     assert model.output["xpos"].shape[-1] == vocabulary.num_xpos_tags > 30
     assert {"val_upos_accuracy", "val_xpos_accuracy"} <= set(history.history)
     assert all(np.isfinite(history.history["loss"]))
+    # The model kept (the best, here the only, epoch) is the moving average, not the last step.
+    averages = model.optimizer._model_variables_moving_average
+    raw = [np.asarray(v) for v in model.optimizer._trainable_variables]
+    assert len(averages) == len(model.trainable_weights)
+    for weight, average in zip(model.trainable_weights, averages):
+        np.testing.assert_allclose(np.asarray(weight), np.asarray(average), atol=1e-6)
+    assert raw  # the optimizer tracked the weights it averaged
 
 
 def test_train_tagger_rejects_a_non_config(tmp_path):

@@ -52,13 +52,15 @@ def training_dtype_policy(mixed_precision):
         keras.config.set_dtype_policy(previous_policy)
 
 
-def standard_callbacks(workdir, time_limit=None, extra=()):
+def standard_callbacks(workdir, time_limit=None, extra=(), ema=False):
     """The callbacks of every zoo training run, then ``extra``.
 
     BackupAndRestore state in ``backup/`` (rerunning the same command resumes from the last
     finished epoch; with more epochs, a finished run trains on), ``checkpoint.keras`` after
     every epoch, TensorBoard logs in ``logs/``, the metrics of every epoch in ``history.csv``,
-    and a :class:`TimeLimit` when ``time_limit`` (seconds) is set.
+    and a :class:`TimeLimit` when ``time_limit`` (seconds) is set. With ``ema`` (an optimizer
+    with ``use_ema``), validation, ``checkpoint.keras`` and the ``extra`` callbacks see the
+    averaged weights; the backup keeps the raw ones, so that a resumed run goes on exactly.
     """
     callbacks = [
         # Kept after the last epoch, so that a longer rerun (more --epochs) goes on from there.
@@ -68,6 +70,9 @@ def standard_callbacks(workdir, time_limit=None, extra=()):
         keras.callbacks.CSVLogger(os.path.join(workdir, "history.csv"), append=True),
         *extra,
     ]
+    if ema:
+        # After the backup, before the checkpoints: the weights are swapped at each epoch's end.
+        callbacks.insert(1, keras.callbacks.SwapEMAWeights(swap_on_epoch=True))
     if time_limit:
         callbacks.append(TimeLimit(time_limit))
     return callbacks
@@ -85,13 +90,18 @@ def prepare_vocabulary(config, workdir, pairs):
 def make_optimizer(config):
     """AdamW with the inverse-sqrt warm-up schedule and gradient clipping, from ``config``.
 
-    Reads ``learning_rate`` (the peak), ``warmup_steps``, ``weight_decay`` and ``clipnorm``.
+    Reads ``learning_rate`` (the peak), ``warmup_steps``, ``weight_decay``, ``clipnorm`` and,
+    where the config has it, ``ema_momentum`` (nonzero: keep an exponential moving average of
+    the weights; :func:`standard_callbacks` then evaluates and checkpoints the average).
     """
+    ema_momentum = getattr(config, "ema_momentum", 0.0)
     optimizer = keras.optimizers.AdamW(
         learning_rate=InverseSquareRootSchedule(config.learning_rate, config.warmup_steps),
         weight_decay=config.weight_decay,
         clipnorm=config.clipnorm,
         beta_2=0.98,
+        use_ema=bool(ema_momentum),
+        ema_momentum=ema_momentum or 0.99,
     )
     # No decay on norms, biases and embeddings.
     optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias", "embeddings"])

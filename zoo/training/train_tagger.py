@@ -144,7 +144,9 @@ def train_tagger(
             dataset(train_sentences, training=True),
             validation_data=dataset(dev_sentences, training=False),
             epochs=config.epochs,
-            callbacks=standard_callbacks(workdir, time_limit, [best, *callbacks]),
+            callbacks=standard_callbacks(
+                workdir, time_limit, [best, *callbacks], ema=bool(config.ema_momentum)
+            ),
             verbose=verbose,
         )
     if os.path.exists(best_path):
