@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tests.harness import check_padding_leak, run_layer_test, run_on_jax
-from tests.layers.test_local_attention import assert_encoder_learns
+from tests.layers.test_local_attention import assert_dropout_only_in_training, assert_encoder_learns
 from zoo.layers import MultiHeadAttention, TransformerDecoderBlock, get_attention
 from zoo.layers.attention import clustered as clustered_module
 from zoo.layers.attention.clustered import ClusteredAttention
@@ -128,6 +128,10 @@ def test_centroids_follow_the_routed_means_in_training_only():
             want[head, c] = _unit(0.8 * old[head, c] + 0.2 * mean)
     layer(x, padding_mask=PADDING, training=True)
     np.testing.assert_allclose(layer.centroids.numpy(), want, atol=1e-5)
+
+
+def test_dropout_only_in_training():
+    assert_dropout_only_in_training(ClusteredAttention(num_heads=2, key_dim=4, num_clusters=2, chunk_size=4, dropout=0.5))
 
 
 # ---------------------------------------------------------------- masks and errors

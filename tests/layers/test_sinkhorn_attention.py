@@ -7,6 +7,7 @@ from tests.harness import check_causal_leak, check_padding_leak, run_layer_test,
 from tests.layers.test_clustered_attention import assert_unsupported_inputs_raise
 from tests.layers.test_local_attention import (
     assert_decoder_block_is_causal,
+    assert_dropout_only_in_training,
     assert_dynamic_length_matches,
     assert_encoder_learns,
 )
@@ -194,6 +195,10 @@ def test_gumbel_noise_only_in_training():
     inference = np.asarray(layer(x))
     np.testing.assert_array_equal(np.asarray(layer(x, training=False)), inference)
     assert np.abs(np.asarray(layer(x, training=True)) - inference).max() > 1e-4
+
+
+def test_dropout_only_in_training():
+    assert_dropout_only_in_training(SinkhornAttention(num_heads=2, key_dim=4, block_size=BLOCK, gumbel_noise=False, dropout=0.5))
 
 
 # ---------------------------------------------------------------- masks and errors

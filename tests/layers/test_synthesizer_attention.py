@@ -6,6 +6,7 @@ import pytest
 from tests.harness import check_causal_leak, check_padding_leak, run_layer_test, run_on_jax
 from tests.layers.test_local_attention import (
     assert_decoder_block_is_causal,
+    assert_dropout_only_in_training,
     assert_dynamic_length_matches,
     assert_encoder_learns,
 )
@@ -107,6 +108,10 @@ def test_shorter_sequences_use_the_leading_logits():
     logits = np.asarray(layer.synthetic_logits(x))
     np.testing.assert_allclose(logits, np.asarray(layer.random_logits)[None, :, :3, :3])
     np.testing.assert_allclose(np.asarray(weights).sum(-1), 1.0, atol=1e-5)
+
+
+def test_dropout_only_in_training():
+    assert_dropout_only_in_training(SynthesizerAttention(num_heads=2, key_dim=4, max_length=L, dropout=0.5))
 
 
 # ---------------------------------------------------------------- masks and errors
