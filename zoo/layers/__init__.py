@@ -1,14 +1,7 @@
 """zoo.layers: attention, positional encodings, embeddings and transformer blocks."""
 
 from zoo.layers import masking
-from zoo.layers.attention import (
-    MultiHeadAttention,
-    attention_scores,
-    available_attention,
-    get_attention,
-    register_attention,
-    scaled_dot_product_attention,
-)
+from zoo.layers.attention import *  # noqa: F401,F403
 from zoo.layers.blocks import *  # noqa: F401,F403  (each package lists its public names in __all__)
 from zoo.layers.position import *  # noqa: F401,F403
 from zoo.layers.embedding import TokenAndPositionEmbedding

@@ -1,11 +1,35 @@
-"""Attention layers. Each variant lives in its own file and registers a short name."""
+"""Attention layers. Each variant lives in its own file and registers a short name.
 
+Full attention: ``mha`` (multi_head.py); with positions: ``relative``, ``rotary``, ``alibi``
+(in zoo/layers/position/). The efficient family, one file each: ``local``, ``strided``,
+``global``, ``clustered``, ``sinkhorn``, ``linformer``, ``performer``, ``linear``,
+``synthesizer``. A new variant is a new file here, imported below.
+"""
+
+from zoo.layers.attention.clustered import ClusteredAttention
+from zoo.layers.attention.global_attention import GlobalAttention
+from zoo.layers.attention.linear import LinearAttention
+from zoo.layers.attention.linformer import LinformerAttention
+from zoo.layers.attention.local import LocalAttention
 from zoo.layers.attention.multi_head import MultiHeadAttention
+from zoo.layers.attention.performer import PerformerAttention
 from zoo.layers.attention.registry import available_attention, get_attention, register_attention
 from zoo.layers.attention.scaled_dot_product import attention_scores, scaled_dot_product_attention
+from zoo.layers.attention.sinkhorn import SinkhornAttention
+from zoo.layers.attention.strided import StridedAttention
+from zoo.layers.attention.synthesizer import SynthesizerAttention
 
 __all__ = [
+    "ClusteredAttention",
+    "GlobalAttention",
+    "LinearAttention",
+    "LinformerAttention",
+    "LocalAttention",
     "MultiHeadAttention",
+    "PerformerAttention",
+    "SinkhornAttention",
+    "StridedAttention",
+    "SynthesizerAttention",
     "attention_scores",
     "available_attention",
     "get_attention",
