@@ -1,0 +1,196 @@
+"""Tagging throughput: the tagger's serving SavedModel against the Python path, same model.
+
+The sentences of UD English-EWT test (2,077 sentences, 25,094 words), each its words joined by
+one space, are tagged in batches of 64 consecutive sentences, two ways, timed alternately in
+one run (the median of several rounds after a warm-up round; one round tags every sentence):
+
+- serving: the ``serving_default`` signature of ``<model-dir>/serving``
+  (:mod:`zoo.export.tagger_serving`), one call per batch of 64 sentence strings: whitespace
+  split, vocabulary lookups, windows, the model and Viterbi decoding, all in one TensorFlow
+  graph (plain graph mode, no XLA);
+- Python: :func:`zoo.decoding.tag_sentences` on the Keras model of ``<model-dir>/model.keras``
+  with ``batch_size=64``, one call per batch of the same 64 sentences (``str.split()``):
+  encoding with :class:`zoo.models.TaggerVocabulary` in Python, the model called eagerly, the
+  Viterbi decoding of :func:`zoo.models.predict_tags`.
+
+Both read the same words and give one tag per word; the benchmark checks that the tags are
+the same, and the figure is the ratio of the throughputs, in tokens (words) tagged per second.
+
+    python benchmarks/tagger_throughput.py [--model-dir saved_models/tagger-en-ewt] [--quick]
+
+``--model-dir`` is a folder of :func:`zoo.export.export_tagger`: ``model.keras``,
+``vocabulary.json`` and ``serving/``.
+"""
+
+import argparse
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402  (benchmarks/common.py)
+
+import zoo  # noqa: E402, F401  (registers the layers for load_model)
+from zoo.data import load_ud_english_ewt  # noqa: E402
+from zoo.decoding import tag_sentences  # noqa: E402
+from zoo.models import TaggerVocabulary  # noqa: E402
+
+TITLE = "Tagger throughput: serving SavedModel vs tag_sentences (UD English-EWT test, batch 64)"
+SERVING = "serving SavedModel (graph)"
+PYTHON = "tag_sentences (Python, eager Keras)"
+BATCH = 64
+
+
+def load_tagger(model_dir):
+    """``(keras_model, vocabulary, serving_function)`` of an exported tagger folder."""
+    missing = [
+        name
+        for name in ("model.keras", "vocabulary.json", "serving")
+        if not os.path.exists(os.path.join(model_dir, name))
+    ]
+    if missing:
+        raise FileNotFoundError(
+            f"{model_dir} lacks {', '.join(missing)}: pass --model-dir, a folder written by "
+            "zoo.export.export_tagger (model.keras, vocabulary.json, serving/)."
+        )
+    model = keras.models.load_model(os.path.join(model_dir, "model.keras"), compile=False)
+    vocabulary = TaggerVocabulary.load(os.path.join(model_dir, "vocabulary.json"))
+    serving = tf.saved_model.load(os.path.join(model_dir, "serving"))
+    return model, vocabulary, serving.signatures["serving_default"]
+
+
+def batches_of(texts, batch_size):
+    return [texts[start : start + batch_size] for start in range(0, len(texts), batch_size)]
+
+
+def serving_tags(function, batch):
+    """The tags of one batch of sentence strings, through the SavedModel: a list of lists."""
+    outputs = function(sentences=tf.constant(batch))
+    tags, lengths = outputs["tags"].numpy(), outputs["lengths"].numpy()
+    return [[t.decode() for t in row[:n]] for row, n in zip(tags, lengths)]
+
+
+def python_tags(model, vocabulary, batch):
+    """The tags of one batch of sentence strings, through ``tag_sentences`` (batch 64)."""
+    return tag_sentences(model, vocabulary, [text.split() for text in batch], batch_size=BATCH)
+
+
+def measure_throughput(model, vocabulary, serving, texts, batch_size=BATCH, rounds=5, warmup=1):
+    """Tokens (words) per second of the SavedModel and of the Python path over ``texts``, alternately.
+
+    Args:
+        model, vocabulary: the Keras tagger and its vocabulary (the Python path).
+        serving: the SavedModel's ``serving_default`` function.
+        texts: sentences, each a string of space-separated words.
+        batch_size: sentences per call of either path.
+        rounds: timed rounds; each tags every sentence once with each path.
+        warmup: untimed rounds per path first (tracing, caches).
+
+    Returns:
+        A dict: ``"words"`` (per round), ``"seconds"`` and ``"tokens_per_second"`` (dicts by
+        path name, the median over rounds), ``"ratio"`` (serving over Python throughput),
+        ``"agreement"`` (the share of words whose two tags are equal).
+    """
+    batches = batches_of(list(texts), batch_size)
+    words = sum(len(text.split()) for text in texts)
+
+    def run_serving():
+        return [tags for batch in batches for tags in serving_tags(serving, batch)]
+
+    def run_python():
+        return [tags for batch in batches for tags in python_tags(model, vocabulary, batch)]
+
+    by_serving, by_python = run_serving(), run_python()
+    lengths = [len(text.split()) for text in texts]
+    for name, tags in ((SERVING, by_serving), (PYTHON, by_python)):
+        if [len(t) for t in tags] != lengths:
+            raise RuntimeError(f"{name} did not give one tag per word.")
+    same = sum(a == b for x, y in zip(by_serving, by_python) for a, b in zip(x, y))
+    seconds = common.time_alternating(
+        {SERVING: run_serving, PYTHON: run_python}, steps=1, rounds=rounds, warmup=warmup
+    )
+    per_second = {name: words / s for name, s in seconds.items()}
+    return {
+        "words": words,
+        "seconds": seconds,
+        "tokens_per_second": per_second,
+        "ratio": per_second[SERVING] / per_second[PYTHON],
+        "agreement": same / words if words else 1.0,
+    }
+
+
+def replace_section(title, path):
+    """Remove the ``## {title}`` section (to the next ``## `` heading) from ``path``, if any."""
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        lines = f.read().split("\n")
+    kept, skipping = [], False
+    for line in lines:
+        if line.startswith("## "):
+            skipping = line == f"## {title}"
+        if not skipping:
+            kept.append(line)
+    text = "\n".join(kept).rstrip("\n")
+    with open(path, "w") as f:
+        # Sections end with a blank line, as append_results writes them, so the next one starts
+        # on a line of its own.
+        f.write(text + "\n\n" if text else "")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model-dir", default="saved_models/tagger-en-ewt")
+    parser.add_argument("--quick", action="store_true",
+                        help="the first 512 test sentences, 3 rounds; nothing is recorded")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--no-record", action="store_true", help="do not write RESULTS.md")
+    args = parser.parse_args(argv)
+
+    print(common.machine_description())
+    model, vocabulary, serving = load_tagger(args.model_dir)
+    sentences = load_ud_english_ewt("test")
+    rounds = args.rounds
+    if args.quick:
+        sentences, rounds = sentences[:512], 3
+    texts = [" ".join(sentence.words) for sentence in sentences]
+    result = measure_throughput(model, vocabulary, serving, texts, rounds=rounds)
+
+    rows = []
+    for name in (SERVING, PYTHON):
+        seconds = result["seconds"][name]
+        rows.append([
+            name, f"{seconds:.2f}", f"{1000 * seconds / len(texts):.2f}",
+            f"{result['tokens_per_second'][name]:,.0f}",
+            f"{result['ratio']:.2f}x" if name == SERVING else "",
+        ])
+    header = ["path", "s / pass", "ms / sentence", "tokens/s", "serving / Python"]
+    table = common.markdown_table(header, rows)
+    print("\n".join(table))
+    print(f"tags equal on {result['agreement']:.2%} of {result['words']:,} words")
+    if not (args.quick or args.no_record):
+        replace_section(TITLE, common.RESULTS)  # append_results writes to common.RESULTS
+        common.append_results(
+            TITLE,
+            "python benchmarks/tagger_throughput.py --model-dir " + args.model_dir,
+            table,
+            notes=[
+                f"model: {args.model_dir} ({model.count_params():,} parameters, window "
+                f"{model.get_layer('word_embedding').max_length} words)",
+                f"{len(texts):,} sentences, {result['words']:,} words, in batches of {BATCH} "
+                "consecutive sentences (space-joined words; the Python path splits them again)",
+                "serving: one serving_default call per batch (plain graph mode, XLA off); Python: "
+                f"one tag_sentences(batch_size={BATCH}) call per batch (eager Keras, XLA off)",
+                f"median of {rounds} alternating rounds (one round = every sentence) after "
+                "1 warm-up round per path; tokens/s = words / seconds per round",
+                f"tags equal on {result['agreement']:.2%} of the words",
+            ],
+        )
+
+
+if __name__ == "__main__":
+    main()
