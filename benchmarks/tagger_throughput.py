@@ -80,7 +80,7 @@ def python_tags(model, vocabulary, batch):
 
 
 def measure_throughput(model, vocabulary, serving, texts, batch_size=BATCH, rounds=5, warmup=1):
-    """Tokens (words) per second of the SavedModel and of the Python path over ``texts``, alternately.
+    """Tokens (words) per second of the SavedModel and the Python path on ``texts``, alternately.
 
     Args:
         model, vocabulary: the Keras tagger and its vocabulary (the Python path).

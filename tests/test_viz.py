@@ -38,7 +38,10 @@ def test_rows_are_normalized_by_their_gold_totals():
 
 def test_annotations_are_the_cells_at_or_above_the_threshold():
     ax, _ = _drawn(viz.plot_confusion_matrix(COUNTS, LABELS, min_annotation=0.05))
-    cells = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text() for t in ax.texts}
+    cells = {}
+    for text in ax.texts:
+        column, row = text.get_position()
+        cells[round(row), round(column)] = text.get_text()
     assert cells == {(0, 0): "90", (0, 1): "8", (1, 0): "10", (1, 1): "90"}
     ax, _ = _drawn(viz.plot_confusion_matrix(COUNTS, LABELS, min_annotation=None))
     assert len(ax.texts) == 0
