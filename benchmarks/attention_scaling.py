@@ -1,0 +1,558 @@
+"""Attention scaling: forward+backward time and peak memory of every attention variant, N = 256..16384.
+
+One self-attention layer alone (batch 1, d_model 256, 4 heads of 64, the fused QKV projection
+the blocks use), ``y = layer(x, training=True)`` and the gradients of ``sum(y * g)`` (``g`` a
+fixed random tensor) with respect to ``x`` and every trainable weight, inside one
+``tf.function`` (XLA on by default, ``--no-xla`` turns it off). Full attention is ``"mha"``;
+every registered variant runs with the settings of :data:`SETTINGS` below.
+
+Each (variant, N) is measured in a fresh subprocess, so its memory figure is its own:
+
+- time: the median of ``--repeats`` timed calls after one warm-up (compiling) call;
+- peak memory: the child builds the layer and runs the compiled step once at N = 64 (every
+  library, thread pool and code path is then loaded), resets the kernel's resident-set
+  high-water mark (``echo 5 > /proc/self/clear_refs``) and reads its resident set
+  (``VmRSS``); after the measurement at N it reads the high-water mark (``VmHWM``). The
+  figure is the difference: the resident memory that size N added at its peak (inputs,
+  activations, gradients, the XLA program and its buffers). TensorFlow allocates CPU tensors
+  with the C allocator, so tracemalloc cannot see them; the resident set can. Where
+  ``clear_refs`` is not writable, ``ru_maxrss`` minus the same baseline is used (stated in
+  the output).
+
+The sizes are swept in order, all variants at one N before the next N (so that the variants
+compared at one N are measured close together in time on this shared machine). A variant
+stops at the first N where it runs out of memory (``--memory-cap-gib``: the parent kills a
+child whose resident set passes it; or TensorFlow's ResourceExhaustedError; or the kernel's
+OOM killer), out of time (``--time-cap`` seconds for the measurement after start-up), or
+fails; the table records where (``stopped: OOM at N=16384``) and larger N are not run.
+
+The figures at N = 4096 against full attention (speedup = full time / variant time, memory
+fraction = variant memory / full memory) are checked against the targets of issue 5 for
+the linear-time variants: at least 5x faster and at most 1/10 of the memory.
+
+    python benchmarks/attention_scaling.py [--quick] [--variants mha local ...] [--no-xla]
+
+``--quick`` is a smoke run (N = 256..1024, one repeat): it neither records to RESULTS.md
+nor writes the committed picture unless ``--record`` / ``--png`` say so.
+"""
+
+import argparse
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from common import RESULTS, append_results, machine_description, markdown_table  # noqa: E402
+
+D_MODEL, HEADS, BATCH = 256, 4, 1
+LENGTHS = (256, 512, 1024, 2048, 4096, 8192, 16384)
+QUICK_LENGTHS = (256, 512, 1024)
+REFERENCE_LENGTH = 4096  # where the targets are checked
+TARGET_SPEEDUP, TARGET_MEMORY_FRACTION = 5.0, 0.1
+WARMUP_LENGTH = 64  # the baseline call of every child
+FULL = "mha"
+
+# Where a setting says SEQUENCE_LENGTH, the measured length N goes (the variants with one
+# weight row per position: Linformer's E and F, the dense synthesizer's output layer).
+SEQUENCE_LENGTH = "N"
+
+# The settings of every variant, for N = 256..16384 (key_dim 64).
+SETTINGS = {
+    "mha": {},
+    "local": {"window": 128},  # 2w + 1 = 257 keys per query
+    "strided": {"stride": 128, "pattern": "sparse"},  # the Sparse Transformer's merged head
+    "global": {"window": 128, "num_global": 8},
+    "clustered": {"num_clusters": 8, "chunk_size": 128},
+    "sinkhorn": {"block_size": 128},
+    "linformer": {"projected_length": 256, "max_length": SEQUENCE_LENGTH},
+    "performer": {"num_features": 256},
+    "linear": {},
+    "synthesizer": {"mode": "dense", "max_length": SEQUENCE_LENGTH},
+}
+
+# How time and memory grow with N at the settings above (w, l, k, m fixed).
+COMPLEXITY = {
+    "mha": "O(N^2)",
+    "local": "O(N w)",
+    "strided": "O(N (l + N/l))",
+    "global": "O(N (w + G))",
+    "clustered": "O(N w)",
+    "sinkhorn": "O(N b)",
+    "linformer": "O(N k)",
+    "performer": "O(N m)",
+    "linear": "O(N)",
+    "synthesizer": "O(N^2)",
+}
+LINEAR_TIME = ("local", "global", "clustered", "sinkhorn", "linformer", "performer", "linear")
+
+STOPPED = ("OOM", "time", "error")
+
+
+def attention_kwargs(name, length, settings=None):
+    """The constructor arguments of variant ``name`` at sequence length ``length``."""
+    settings = SETTINGS if settings is None else settings
+    return {
+        key: length if value == SEQUENCE_LENGTH else value
+        for key, value in settings.get(name, {}).items()
+    }
+
+
+# ---------------------------------------------------------------------- memory probes
+def _status_kib(pid, field):
+    """A ``VmRSS``/``VmHWM`` line of /proc/<pid>/status, in KiB; None if unreadable."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            match = re.search(rf"^{field}:\s+(\d+) kB", f.read(), re.MULTILINE)
+    except OSError:
+        return None
+    return int(match.group(1)) if match else None
+
+
+def _reset_peak():
+    """Reset this process's resident high-water mark; False where the kernel does not allow it."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return _status_kib("self", "VmHWM") is not None
+
+
+def _peak_kib(reset_worked):
+    if reset_worked:
+        return _status_kib("self", "VmHWM")
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+
+
+# ---------------------------------------------------------------------- one measurement
+def build_layer(name, length, settings=None):
+    """The attention layer ``name`` of the benchmark's sizes at sequence length ``length``."""
+    from zoo.layers import get_attention
+
+    return get_attention(name)(
+        num_heads=HEADS, key_dim=D_MODEL // HEADS, fused_qkv=True, name=name,
+        **attention_kwargs(name, length, settings),
+    )
+
+
+def measure_in_process(name, length, repeats=5, xla=True, time_cap=None, report=print):
+    """Time and peak memory of one forward+backward call of variant ``name`` at N=``length``.
+
+    Meant for a fresh process (see :func:`measure`): the memory figure is the growth of
+    this process's resident set over its state after the warm-up at N = 64.
+
+    Args:
+        name: a registered attention name.
+        length: N.
+        repeats: timed calls after the warm-up call; fewer when the warm-up call says
+            that they would not fit in ``time_cap`` seconds (at least one).
+        xla: ``tf.function(jit_compile=xla)``.
+        time_cap: seconds the measurement may take (used to cut the repeats).
+        report: called with a dict when the warm-up is done (``{"event": "ready"}``).
+
+    Returns:
+        dict with ``status`` ("ok"), ``seconds`` (median), ``times``, ``peak_bytes``,
+        ``memory_probe``, ``compile_seconds``.
+    """
+    import keras
+    import tensorflow as tf
+
+    import zoo  # noqa: F401  (registers every variant)
+
+    keras.utils.set_random_seed(0)
+    layer = build_layer(name, length)
+    rng = np.random.default_rng(0)
+
+    def inputs(n):
+        x = tf.constant(rng.normal(size=(BATCH, n, D_MODEL)).astype("float32"))
+        g = tf.constant(rng.normal(size=(BATCH, n, D_MODEL)).astype("float32"))
+        return x, g
+
+    @tf.function(jit_compile=xla)
+    def step(x, g):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = layer(x, training=True)  # (B, N, D)
+            loss = tf.reduce_sum(y * g)
+        grads = tape.gradient(loss, [x] + layer.trainable_variables)
+        return loss, grads
+
+    small = inputs(WARMUP_LENGTH)
+    layer(small[0])  # builds the weights eagerly
+    float(step(*small)[0])
+    reset_worked = _reset_peak()
+    baseline = _status_kib("self", "VmRSS") if reset_worked else _peak_kib(False)
+    report({"event": "ready"})
+
+    start = time.perf_counter()
+    x, g = inputs(length)
+    float(step(x, g)[0])  # warm-up: traces and compiles at this shape
+    compile_seconds = time.perf_counter() - start
+    if time_cap is not None:
+        repeats = max(1, min(repeats, int((time_cap - compile_seconds) / max(compile_seconds, 1e-3))))
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        loss, grads = step(x, g)
+        float(loss)
+        times.append(time.perf_counter() - start)
+    if not all(np.isfinite(float(tf.reduce_sum(gr))) for gr in grads if gr is not None):
+        raise FloatingPointError("non-finite gradients")
+    peak = _peak_kib(reset_worked)
+    return {
+        "status": "ok",
+        "seconds": statistics.median(times),
+        "times": times,
+        "compile_seconds": compile_seconds,
+        "peak_bytes": max(0, peak - baseline) * 1024,
+        "memory_probe": "VmHWM - VmRSS after reset" if reset_worked else "ru_maxrss - baseline",
+    }
+
+
+def _child(args):
+    """The subprocess side of :func:`measure`: JSON lines into ``args.child_output``."""
+
+    def report(record):
+        with open(args.child_output, "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+    try:
+        result = measure_in_process(
+            args.child_name, args.child_length, args.repeats, not args.no_xla, args.time_cap, report
+        )
+    except Exception as error:  # recorded in the table, never fixed here
+        kind = type(error).__name__
+        status = "OOM" if kind in ("ResourceExhaustedError", "MemoryError") else "error"
+        message = " ".join(str(error).split())[:300]
+        result = {"status": status, "error": f"{kind}: {message}"}
+    report({"event": "result", **result})
+
+
+def measure(name, length, repeats=5, xla=True, time_cap=120.0, memory_cap_bytes=8 * 2**30,
+            startup_cap=600.0, poll=0.05):
+    """Run :func:`measure_in_process` in a fresh subprocess, under a time and a memory cap.
+
+    Returns:
+        The child's result dict; or ``{"status": "OOM" | "time" | "error", "error": ...}``
+        when the parent killed it (resident set over ``memory_cap_bytes``, or more than
+        ``time_cap`` seconds after its warm-up) or it died.
+    """
+    with tempfile.TemporaryDirectory(prefix="attention-scaling-") as folder:
+        output = os.path.join(folder, "result.jsonl")
+        errors_path = os.path.join(folder, "stderr.txt")
+        command = [sys.executable, os.path.abspath(__file__), "--child-name", name,
+                   "--child-length", str(length), "--child-output", output,
+                   "--repeats", str(repeats), "--time-cap", str(time_cap)]
+        if not xla:
+            command.append("--no-xla")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [os.path.dirname(HERE)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+        with open(errors_path, "w") as errors:
+            child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors, env=env)
+            started, ready, verdict, peak_rss = time.monotonic(), None, None, 0
+            while child.poll() is None:
+                rss = (_status_kib(child.pid, "VmRSS") or 0) * 1024
+                peak_rss = max(peak_rss, rss)
+                if ready is None and _events(output, "ready"):
+                    ready = time.monotonic()
+                if rss > memory_cap_bytes:
+                    verdict = {"status": "OOM", "error": f"resident set over the "
+                               f"{memory_cap_bytes / 2**30:.0f} GiB cap"}
+                elif ready is not None and time.monotonic() - ready > time_cap:
+                    verdict = {"status": "time", "error": f"over the {time_cap:.0f} s cap"}
+                elif ready is None and time.monotonic() - started > startup_cap:
+                    verdict = {"status": "error", "error": "start-up took too long"}
+                if verdict:
+                    child.kill()
+                    child.wait()
+                    return verdict
+                time.sleep(poll)
+        results = _events(output, "result")
+        if results:
+            result = results[-1]
+            result.pop("event")
+            return result
+        if child.returncode == -9:
+            return {"status": "OOM", "error": "killed (SIGKILL: the kernel's OOM killer?)"}
+        with open(errors_path) as f:
+            tail = " ".join(f.read().split()[-40:])
+        return {"status": "error", "error": f"exit {child.returncode}: {tail}"}
+
+
+def _events(path, event):
+    try:
+        with open(path) as f:
+            records = [json.loads(line) for line in f if line.strip()]
+    except (OSError, json.JSONDecodeError):
+        return []
+    return [r for r in records if r.get("event") == event]
+
+
+# ---------------------------------------------------------------------- the sweep
+def sweep(variants, lengths, measure_one, log=print):
+    """Measure every variant at every length, in order of length, until it stops.
+
+    Args:
+        variants: names.
+        lengths: increasing N.
+        measure_one: ``(name, length) -> result dict`` (see :func:`measure`).
+        log: called with one line per measurement.
+
+    Returns:
+        ``(results, stops)``: ``{(name, N): result}`` for what was run, and
+        ``{name: (status, N)}`` for the variants that stopped.
+    """
+    results, stops = {}, {}
+    for length in lengths:
+        for name in variants:
+            if name in stops:
+                continue
+            result = measure_one(name, length)
+            results[(name, length)] = result
+            if result["status"] == "ok":
+                log(f"{name:12s} N={length:6d}  {result['seconds'] * 1000:10.1f} ms  "
+                    f"{result['peak_bytes'] / 2**20:9.1f} MiB")
+            else:
+                stops[name] = (result["status"], length)
+                log(f"{name:12s} N={length:6d}  stopped: {result['status']} "
+                    f"({result.get('error', '')})")
+    return results, stops
+
+
+def summary_at(results, variants, length=REFERENCE_LENGTH):
+    """Per variant at N=``length``: time, memory, speedup and memory fraction against mha.
+
+    Returns:
+        ``{name: dict(seconds, peak_bytes, speedup, memory_fraction, meets)}``; missing
+        figures are None. ``meets`` is True/False for the linear-time variants when both
+        figures exist, else None.
+    """
+    full = results.get((FULL, length), {})
+    full_ok = full.get("status") == "ok"
+    rows = {}
+    for name in variants:
+        result = results.get((name, length), {})
+        row = {"seconds": None, "peak_bytes": None, "speedup": None, "memory_fraction": None,
+               "meets": None}
+        if result.get("status") == "ok":
+            row["seconds"], row["peak_bytes"] = result["seconds"], result["peak_bytes"]
+            if full_ok:
+                row["speedup"] = full["seconds"] / result["seconds"]
+                row["memory_fraction"] = result["peak_bytes"] / max(full["peak_bytes"], 1)
+                if name in LINEAR_TIME:
+                    row["meets"] = (row["speedup"] >= TARGET_SPEEDUP
+                                    and row["memory_fraction"] <= TARGET_MEMORY_FRACTION)
+        rows[name] = row
+    return rows
+
+
+# ---------------------------------------------------------------------- the report
+def _cell(results, stops, name, length, field):
+    result = results.get((name, length))
+    if result is None:
+        return "" if name not in stops else "–"
+    if result["status"] != "ok":
+        return f"**{result['status']}**"
+    if field == "seconds":
+        return f"{result['seconds'] * 1000:.1f}"
+    return f"{result['peak_bytes'] / 2**20:.1f}"
+
+
+def tables(results, stops, variants, lengths):
+    """The markdown lines: time table, memory table, the N=4096 summary."""
+    header = ["variant"] + [f"N={n}" for n in lengths] + ["stopped"]
+
+    def stop_text(name):
+        if name not in stops:
+            return ""
+        status, length = stops[name]
+        return f"stopped: {status} at N={length}"
+
+    lines = ["Forward+backward time (ms, median):", ""]
+    lines += markdown_table(header, [
+        [name] + [_cell(results, stops, name, n, "seconds") for n in lengths] + [stop_text(name)]
+        for name in variants])
+    lines += ["", "Peak memory added by the call (MiB):", ""]
+    lines += markdown_table(header, [
+        [name] + [_cell(results, stops, name, n, "peak_bytes") for n in lengths] + [stop_text(name)]
+        for name in variants])
+    if REFERENCE_LENGTH in lengths:
+        summary = summary_at(results, variants)
+        lines += ["", f"At N={REFERENCE_LENGTH} against full attention (mha); targets for the "
+                  f"linear-time variants: speedup >= {TARGET_SPEEDUP:g}x and memory <= "
+                  f"{TARGET_MEMORY_FRACTION:g} of mha's:", ""]
+        rows = []
+        for name in variants:
+            row = summary[name]
+
+            def figure(value, fmt, scale=1.0):
+                return "n/a" if value is None else fmt.format(value * scale)
+
+            meets = {True: "yes", False: "**no**", None: "n/a"}[row["meets"]]
+            if name == FULL:
+                meets = "(reference)"
+            elif name not in LINEAR_TIME:
+                meets = "n/a (not linear-time)"
+            rows.append([
+                name, COMPLEXITY.get(name, "?"), figure(row["seconds"], "{:.1f}", 1000),
+                figure(row["peak_bytes"], "{:.1f}", 2**-20),
+                figure(row["speedup"], "{:.1f}x"), figure(row["memory_fraction"], "{:.3f}"), meets,
+            ])
+        lines += markdown_table(
+            ["variant", "cost", "ms", "MiB", "speedup vs mha", "memory / mha", "targets met"], rows)
+    return lines
+
+
+def plot(results, stops, variants, lengths, path):
+    """Log-log time and memory against N, one line per variant; a cross where it stopped."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+    for name in variants:
+        ok = [n for n in lengths if results.get((name, n), {}).get("status") == "ok"]
+        style = dict(linewidth=2.5, color="black") if name == FULL else dict(linewidth=1.3)
+        for ax, field, scale in ((axes[0], "seconds", 1000), (axes[1], "peak_bytes", 2**-20)):
+            values = [max(results[(name, n)][field] * scale, 1e-3) for n in ok]
+            (line,) = ax.plot(ok, values, marker="o", markersize=4, label=name, **style)
+            if name in stops and ok:
+                status, at = stops[name]
+                ax.plot([at], [values[-1]], marker="x", markersize=10, color=line.get_color())
+                ax.annotate(status, (at, values[-1]), textcoords="offset points", xytext=(4, 4),
+                            fontsize=8, color=line.get_color())
+    for ax, label in ((axes[0], "forward+backward time (ms)"), (axes[1], "peak memory added (MiB)")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("sequence length N")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_title("Time: one self-attention layer, batch 1, d256, 4 heads")
+    axes[1].set_title("Memory (x: stopped, at the N it stopped)")
+    axes[1].legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def replace_results_section(title_prefix, title, command, table_lines, notes=()):
+    """Drop the RESULTS.md sections whose heading starts with ``title_prefix``; append anew."""
+    if os.path.exists(RESULTS):
+        with open(RESULTS) as f:
+            text = f.read()
+        sections = re.split(r"(?m)^(?=## )", text)
+        kept = [s for s in sections if not s.startswith(f"## {title_prefix}")]
+        with open(RESULTS, "w") as f:
+            f.write("".join(kept))
+    append_results(title, command, table_lines, notes)
+
+
+TITLE_PREFIX = "Attention scaling:"
+
+
+def add_run_arguments(parser, quick_help):
+    """The arguments both attention benchmarks take: variants, XLA, quick, recording, picture."""
+    parser.add_argument("--variants", nargs="+", help="names (default: mha and every registered "
+                                                      "one in SETTINGS)")
+    parser.add_argument("--no-xla", action="store_true")
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--no-record", action="store_true", help="do not write RESULTS.md")
+    parser.add_argument("--record", action="store_true", help="write RESULTS.md even with --quick")
+    parser.add_argument("--png", help="the picture (default benchmarks/<script>.png; a temporary "
+                                      "file with --quick)")
+
+
+def resolve_run(args, script):
+    """``(variants, record, png, xla)`` from the arguments of :func:`add_run_arguments`."""
+    import zoo  # noqa: F401  (registers every variant)
+    from zoo.layers import available_attention
+
+    registered = available_attention()
+    variants = args.variants or [FULL] + [n for n in SETTINGS if n != FULL and n in registered]
+    unknown = [n for n in variants if n not in registered]
+    if unknown:
+        raise SystemExit(f"not registered: {unknown}; registered: {registered}")
+    missing = [n for n in registered if n not in SETTINGS]
+    if missing and not args.variants:
+        print(f"registered but without settings here (not run unless named): {missing}")
+    record = args.record or not (args.quick or args.no_record)
+    png = args.png or (os.path.join(tempfile.mkdtemp(), f"{script}.png") if args.quick
+                       else os.path.join(HERE, f"{script}.png"))
+    return variants, record, png, not args.no_xla
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_run_arguments(parser, "N = 256..1024, 1 repeat")
+    parser.add_argument("--lengths", type=int, nargs="+", help=f"N (default {LENGTHS})")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--time-cap", type=float, default=120.0,
+                        help="seconds per measurement after start-up")
+    parser.add_argument("--memory-cap-gib", type=float, default=8.0)
+    parser.add_argument("--child-name", help=argparse.SUPPRESS)
+    parser.add_argument("--child-length", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--child-output", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child_name:
+        return _child(args)
+
+    variants, record, png, xla = resolve_run(args, "attention_scaling")
+    lengths = tuple(args.lengths or (QUICK_LENGTHS if args.quick else LENGTHS))
+    repeats = 1 if args.quick else args.repeats
+
+    print(machine_description())
+    print(f"XLA {'on' if xla else 'off'}; variants {variants}; N {lengths}; {repeats} repeats; "
+          f"caps {args.time_cap:.0f} s, {args.memory_cap_gib:g} GiB", flush=True)
+    start = time.perf_counter()
+    results, stops = sweep(variants, lengths, lambda name, n: measure(
+        name, n, repeats, xla, args.time_cap, args.memory_cap_gib * 2**30),
+        log=lambda line: print(line, flush=True))
+    lines = tables(results, stops, variants, lengths)
+    print("\n".join(lines))
+    plot(results, stops, variants, lengths, png)
+    print(f"picture: {png}; {time.perf_counter() - start:.0f} s in all")
+    probes = {r.get("memory_probe") for r in results.values() if r["status"] == "ok"}
+    failures = [f"{name} at N={n}: {r['status']}: {r.get('error', '')}"
+                for (name, n), r in results.items() if r["status"] == "error"]
+    if record:
+        settings = "; ".join(f"{n} {attention_kwargs(n, 'N') or '{}'}" for n in variants)
+        notes = [
+            f"one self-attention layer alone: batch {BATCH}, d_model {D_MODEL}, {HEADS} heads of "
+            f"{D_MODEL // HEADS}, fused QKV; forward + backward (gradients of sum(y * g) for x "
+            f"and every weight), training=True, float32, tf.function(jit_compile={xla}) "
+            f"(XLA {'on' if xla else 'off'})",
+            f"settings: {settings}",
+            f"each (variant, N) in a fresh subprocess; time: median of {repeats} calls after a "
+            "compiling warm-up call; memory: peak resident set added over the state after a "
+            f"compiled warm-up call at N={WARMUP_LENGTH} ({', '.join(sorted(probes)) or 'n/a'}: "
+            "the kernel's high-water mark, reset by /proc/self/clear_refs)",
+            f"a variant stops at the first N where it runs out of memory (a {args.memory_cap_gib:g} "
+            f"GiB resident-set cap, or ResourceExhaustedError), out of time ({args.time_cap:.0f} s "
+            "per measurement) or fails; larger N are not run",
+            "all variants at one N are measured before the next N; absolute times on this shared "
+            "machine are noisy (other jobs share the 2 cores), the ratios are the figure",
+            "picture: benchmarks/attention_scaling.png",
+        ] + [f"failure: {f}" for f in failures]
+        replace_results_section(
+            TITLE_PREFIX,
+            f"{TITLE_PREFIX} forward+backward time and peak memory, N = {lengths[0]}..{lengths[-1]} "
+            f"(batch {BATCH}, d{D_MODEL}, {HEADS} heads)",
+            "python benchmarks/attention_scaling.py" + (" --no-xla" if not xla else ""),
+            lines, notes)
+    return results, stops
+
+
+if __name__ == "__main__":
+    main()

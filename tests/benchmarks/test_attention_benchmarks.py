@@ -1,0 +1,160 @@
+"""benchmarks/attention_scaling.py and benchmarks/long_range.py at their smallest sizes.
+
+The sweep's stopping rule and the N=4096 ratios are checked on made-up measurements; one
+real measurement runs in a subprocess (as the benchmark runs it) and one in this process;
+the memory cap is checked on a real child. The retrieval task is checked for what its
+docstring claims: the answers are right, the pairs are out of two local blocks' reach (their
+outputs do not move when every far token changes, full attention's do), and a variant trains.
+"""
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "benchmarks", f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+scaling = _load("attention_scaling")
+long_range = _load("long_range")
+
+
+# ---------------------------------------------------------------------- attention_scaling
+def _fake_measure(calls):
+    """mha: 1 ms and 1 MiB x (N/256)^2, OOM from N=1024; local: linear; linear: fails at 512."""
+
+    def measure(name, length):
+        calls.append((name, length))
+        grow = length / 256
+        if name == "mha":
+            if length >= 1024:
+                return {"status": "OOM", "error": "cap"}
+            return {"status": "ok", "seconds": 1e-3 * grow**2, "peak_bytes": 2**20 * grow**2}
+        if name == "linear" and length == 512:
+            return {"status": "error", "error": "ValueError: boom"}
+        return {"status": "ok", "seconds": 1e-3 * grow, "peak_bytes": 2**20 * grow}
+
+    return measure
+
+
+def test_sweep_stops_each_variant_at_its_first_failure_and_the_tables_say_where():
+    calls, lengths = [], (256, 512, 1024, 2048)
+    variants = ["mha", "local", "linear"]
+    results, stops = scaling.sweep(variants, lengths, _fake_measure(calls), log=lambda line: None)
+    assert stops == {"mha": ("OOM", 1024), "linear": ("error", 512)}
+    # Nothing is run past a stop; the others go on to the end, all variants at one N first.
+    assert calls == [("mha", 256), ("local", 256), ("linear", 256), ("mha", 512), ("local", 512),
+                     ("linear", 512), ("mha", 1024), ("local", 1024), ("local", 2048)]
+    lines = "\n".join(scaling.tables(results, stops, variants, lengths))
+    assert "stopped: OOM at N=1024" in lines
+    assert "stopped: error at N=512" in lines
+    assert "**OOM**" in lines and "**error**" in lines
+
+
+def test_summary_at_4096_gives_speedup_memory_fraction_and_the_targets():
+    n = scaling.REFERENCE_LENGTH
+    results = {
+        ("mha", n): {"status": "ok", "seconds": 1.0, "peak_bytes": 1000},
+        ("linear", n): {"status": "ok", "seconds": 0.1, "peak_bytes": 50},  # 10x, 0.05: meets
+        ("local", n): {"status": "ok", "seconds": 0.25, "peak_bytes": 50},  # 4x: misses
+        ("performer", n): {"status": "OOM"},
+        ("synthesizer", n): {"status": "ok", "seconds": 2.0, "peak_bytes": 2000},
+    }
+    summary = scaling.summary_at(results, ["mha", "linear", "local", "performer", "synthesizer"])
+    assert summary["linear"]["speedup"] == pytest.approx(10.0)
+    assert summary["linear"]["memory_fraction"] == pytest.approx(0.05)
+    assert summary["linear"]["meets"] is True
+    assert summary["local"]["speedup"] == pytest.approx(4.0)
+    assert summary["local"]["meets"] is False
+    assert summary["performer"]["speedup"] is None and summary["performer"]["meets"] is None
+    assert summary["synthesizer"]["memory_fraction"] == pytest.approx(2.0)
+    assert summary["synthesizer"]["meets"] is None  # quadratic: no target
+
+
+def test_settings_put_the_length_where_asked():
+    assert scaling.attention_kwargs("linformer", 2048)["max_length"] == 2048
+    assert scaling.attention_kwargs("local", 2048) == {"window": 128}
+    assert scaling.attention_kwargs("mha", 2048) == {}
+
+
+def test_one_real_measurement_in_a_subprocess():
+    result = scaling.measure("mha", 128, repeats=2, time_cap=60)
+    assert result["status"] == "ok", result
+    assert len(result["times"]) == 2 and result["seconds"] > 0
+    assert result["peak_bytes"] >= 0 and result["memory_probe"]
+
+
+def test_the_memory_cap_kills_the_child():
+    result = scaling.measure("mha", 128, memory_cap_bytes=2**20)
+    assert result["status"] == "OOM" and "cap" in result["error"]
+
+
+def test_one_real_measurement_in_process(tmp_path):
+    result = scaling.measure_in_process("local", 128, repeats=1, report=lambda record: None)
+    assert result["status"] == "ok" and result["seconds"] > 0
+    results = {("local", 128): result, ("mha", 128): {"status": "OOM"}}
+    path = tmp_path / "scaling.png"
+    scaling.plot(results, {"mha": ("OOM", 128)}, ["mha", "local"], (128,), str(path))
+    assert path.stat().st_size > 1000
+
+
+# ---------------------------------------------------------------------- long_range
+SETTINGS = long_range.settings_for(quick=True)  # window 8
+LENGTH = 64
+
+
+def test_the_answers_are_the_values_of_the_queried_keys_and_the_pairs_are_far():
+    far = long_range.reach(SETTINGS)
+    assert far == long_range.QUERIES - 1 + 2 * 8
+    tokens, answers = long_range.make_batch(np.random.default_rng(0), 32, LENGTH, far)
+    assert tokens.shape == (32, LENGTH) and answers.shape == (32, long_range.QUERIES)
+    for row, answer in zip(tokens, answers):
+        pairs = {int(t - long_range.PAIR0) // long_range.VALUES: int(t - long_range.PAIR0) % long_range.VALUES
+                 for t in row if t >= long_range.PAIR0}
+        assert len(pairs) == long_range.PAIRS  # distinct keys
+        assert np.all(row[: far + 1][long_range.QUERIES:] < long_range.QUERY0)  # fillers only near
+        queried = row[: long_range.QUERIES] - long_range.QUERY0
+        assert [pairs[int(k)] for k in queried] == list(answer)
+
+
+def _far_perturbed(tokens, far, rng):
+    changed = tokens.copy()
+    changed[:, far + 1:] = rng.integers(1, long_range.VOCAB, size=changed[:, far + 1:].shape)
+    return changed
+
+
+@pytest.mark.parametrize("name, moves", [("local", False), ("mha", True)])
+def test_two_local_blocks_cannot_see_the_pairs_full_attention_can(name, moves):
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = long_range.build_model(name, LENGTH, SETTINGS)
+    rng = np.random.default_rng(1)
+    far = long_range.reach(SETTINGS)
+    tokens, _ = long_range.make_batch(rng, 4, LENGTH, far)
+    before = np.asarray(model(tokens))
+    after = np.asarray(model(_far_perturbed(tokens, far, rng)))
+    assert before.shape == (4, long_range.QUERIES, long_range.VALUES)
+    assert (np.max(np.abs(before - after)) > 1e-4) == moves
+
+
+def test_a_variant_trains_for_its_budget_and_is_scored(tmp_path):
+    held_out = long_range.make_batch(np.random.default_rng(2), 32, LENGTH, long_range.reach(SETTINGS))
+    result = long_range.train_variant("local", LENGTH, 1.0, held_out, SETTINGS, xla=False,
+                                      log=lambda line: None)
+    assert result["steps"] >= 2 and result["train_seconds"] >= 1.0
+    assert 0.0 <= result["accuracy"] <= 1.0 and result["seconds_per_step"] > 0
+    assert len(result["curve"]) == long_range.CURVE_POINTS + 1
+    results = {"local": result, "mha": {"error": "ValueError: boom"}}
+    assert "**error**" in "\n".join(long_range.table(results, ["mha", "local"]))
+    path = tmp_path / "long_range.png"
+    long_range.plot(results, ["mha", "local"], str(path), 1 / long_range.VALUES)
+    assert path.stat().st_size > 1000
