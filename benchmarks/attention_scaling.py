@@ -20,7 +20,8 @@ Each (variant, N) is measured in a fresh subprocess, so its memory figure is its
   the output).
 
 The sizes are swept in order, all variants at one N before the next N (so that the variants
-compared at one N are measured close together in time on this shared machine). A variant
+compared at one N are measured close together in time on this shared machine), and the whole
+sweep runs ``--rounds`` times (3); each figure is the median over the rounds. A variant
 stops at the first N where it runs out of memory (``--memory-cap-gib``: the parent kills a
 child whose resident set passes it; or TensorFlow's ResourceExhaustedError; or the kernel's
 OOM killer), out of time (``--time-cap`` seconds for the measurement after start-up), or
@@ -300,33 +301,54 @@ def _events(path, event):
 
 
 # ---------------------------------------------------------------------- the sweep
-def sweep(variants, lengths, measure_one, log=print):
-    """Measure every variant at every length, in order of length, until it stops.
+def sweep(variants, lengths, measure_one, rounds=1, log=print):
+    """Measure every variant at every length, in order of length, until it stops; ``rounds`` times.
+
+    One round measures all variants at one N before the next N; the rounds repeat the whole
+    sweep, so that a burst of load from other jobs on the machine hits one round, not every
+    measurement of a variant. A variant that stops (OOM, time, error) in any round is not run
+    at that N or beyond again.
 
     Args:
         variants: names.
         lengths: increasing N.
         measure_one: ``(name, length) -> result dict`` (see :func:`measure`).
+        rounds: how many times to sweep.
         log: called with one line per measurement.
 
     Returns:
-        ``(results, stops)``: ``{(name, N): result}`` for what was run, and
-        ``{name: (status, N)}`` for the variants that stopped.
+        ``(results, stops)``: ``{(name, N): result}`` for what was run (``seconds`` and
+        ``peak_bytes`` the medians over the rounds, ``round_seconds`` and ``round_peaks`` each
+        round's), and ``{name: (status, N)}`` for the variants that stopped.
     """
-    results, stops = {}, {}
-    for length in lengths:
-        for name in variants:
-            if name in stops:
-                continue
-            result = measure_one(name, length)
-            results[(name, length)] = result
-            if result["status"] == "ok":
-                log(f"{name:12s} N={length:6d}  {result['seconds'] * 1000:10.1f} ms  "
-                    f"{result['peak_bytes'] / 2**20:9.1f} MiB")
-            else:
-                stops[name] = (result["status"], length)
-                log(f"{name:12s} N={length:6d}  stopped: {result['status']} "
-                    f"({result.get('error', '')})")
+    runs, stops = {}, {}
+    for round_index in range(rounds):
+        for length in lengths:
+            for name in variants:
+                if name in stops and stops[name][1] <= length:
+                    continue
+                result = measure_one(name, length)
+                if result["status"] == "ok":
+                    runs.setdefault((name, length), []).append(result)
+                    log(f"round {round_index + 1}  {name:12s} N={length:6d}  "
+                        f"{result['seconds'] * 1000:10.1f} ms  {result['peak_bytes'] / 2**20:9.1f} MiB")
+                else:
+                    stops[name] = (result["status"], length)
+                    runs[(name, length)] = [result]
+                    for n in [n for (m, n) in runs if m == name and n > length]:
+                        del runs[(name, n)]
+                    log(f"round {round_index + 1}  {name:12s} N={length:6d}  stopped: "
+                        f"{result['status']} ({result.get('error', '')})")
+    results = {}
+    for key, measured in runs.items():
+        if measured[0]["status"] != "ok":
+            results[key] = measured[0]
+            continue
+        seconds = [r["seconds"] for r in measured]
+        peaks = [r["peak_bytes"] for r in measured]
+        results[key] = dict(measured[0], seconds=statistics.median(seconds),
+                            peak_bytes=statistics.median(peaks), round_seconds=seconds,
+                            round_peaks=peaks)
     return results, stops
 
 
@@ -422,17 +444,22 @@ def plot(results, stops, variants, lengths, path):
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+    stop_rows = {ax: 0 for ax in axes}
     for name in variants:
         ok = [n for n in lengths if results.get((name, n), {}).get("status") == "ok"]
         style = dict(linewidth=2.5, color="black") if name == FULL else dict(linewidth=1.3)
         for ax, field, scale in ((axes[0], "seconds", 1000), (axes[1], "peak_bytes", 2**-20)):
             values = [max(results[(name, n)][field] * scale, 1e-3) for n in ok]
             (line,) = ax.plot(ok, values, marker="o", markersize=4, label=name, **style)
-            if name in stops and ok:
+            if name in stops:
                 status, at = stops[name]
-                ax.plot([at], [values[-1]], marker="x", markersize=10, color=line.get_color())
-                ax.annotate(status, (at, values[-1]), textcoords="offset points", xytext=(4, 4),
-                            fontsize=8, color=line.get_color())
+                # the stop: a cross at the top of the panel, above the N where it stopped
+                ax.plot([at], [0.97], marker="x", markersize=9, color=line.get_color(),
+                        transform=ax.get_xaxis_transform(), clip_on=False)
+                ax.annotate(f"{name}: {status}", (at, 0.97), xycoords=ax.get_xaxis_transform(),
+                            textcoords="offset points", xytext=(-6, -12 - 9 * stop_rows[ax]),
+                            ha="right", fontsize=8, color=line.get_color())
+                stop_rows[ax] += 1
     for ax, label in ((axes[0], "forward+backward time (ms)"), (axes[1], "peak memory added (MiB)")):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
@@ -440,8 +467,8 @@ def plot(results, stops, variants, lengths, path):
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].set_title("Time: one self-attention layer, batch 1, d256, 4 heads")
-    axes[1].set_title("Memory (x: stopped, at the N it stopped)")
-    axes[1].legend(fontsize=8, ncol=2)
+    axes[1].set_title("Peak memory (x at the top: where a variant stopped)")
+    axes[1].legend(fontsize=8, ncol=2, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -460,6 +487,21 @@ def replace_results_section(title_prefix, title, command, table_lines, notes=())
 
 
 TITLE_PREFIX = "Attention scaling:"
+
+
+def code_state():
+    """The commit measured, and the attention files that differ from it (a shared checkout)."""
+    def git(*arguments):
+        return subprocess.run(["git", *arguments], cwd=HERE, capture_output=True, text=True,
+                              check=False).stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD")
+    if not commit:
+        return "code: not a git checkout"
+    changed = git("status", "--porcelain", "--", os.path.join(os.path.dirname(HERE), "zoo"))
+    changed = [line[3:] for line in changed.splitlines()]
+    return f"code: commit {commit}" + (f", with uncommitted changes to {', '.join(changed)}"
+                                       if changed else "")
 
 
 def add_run_arguments(parser, quick_help):
@@ -497,7 +539,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_run_arguments(parser, "N = 256..1024, 1 repeat")
     parser.add_argument("--lengths", type=int, nargs="+", help=f"N (default {LENGTHS})")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5, help="timed calls per measurement")
+    parser.add_argument("--rounds", type=int, default=3, help="sweeps; the figures are medians")
     parser.add_argument("--time-cap", type=float, default=120.0,
                         help="seconds per measurement after start-up")
     parser.add_argument("--memory-cap-gib", type=float, default=8.0)
@@ -510,15 +553,16 @@ def main(argv=None):
 
     variants, record, png, xla = resolve_run(args, "attention_scaling")
     lengths = tuple(args.lengths or (QUICK_LENGTHS if args.quick else LENGTHS))
-    repeats = 1 if args.quick else args.repeats
+    repeats, rounds = (1, 1) if args.quick else (args.repeats, args.rounds)
 
     print(machine_description())
-    print(f"XLA {'on' if xla else 'off'}; variants {variants}; N {lengths}; {repeats} repeats; "
+    print(f"XLA {'on' if xla else 'off'}; variants {variants}; N {lengths}; {rounds} rounds of "
+          f"{repeats} repeats; "
           f"caps {args.time_cap:.0f} s, {args.memory_cap_gib:g} GiB", flush=True)
     start = time.perf_counter()
     results, stops = sweep(variants, lengths, lambda name, n: measure(
         name, n, repeats, xla, args.time_cap, args.memory_cap_gib * 2**30),
-        log=lambda line: print(line, flush=True))
+        rounds=rounds, log=lambda line: print(line, flush=True))
     lines = tables(results, stops, variants, lengths)
     print("\n".join(lines))
     plot(results, stops, variants, lengths, png)
@@ -534,16 +578,19 @@ def main(argv=None):
             f"and every weight), training=True, float32, tf.function(jit_compile={xla}) "
             f"(XLA {'on' if xla else 'off'})",
             f"settings: {settings}",
-            f"each (variant, N) in a fresh subprocess; time: median of {repeats} calls after a "
-            "compiling warm-up call; memory: peak resident set added over the state after a "
+            f"each (variant, N) in a fresh subprocess, {rounds} rounds (each round sweeps every N, "
+            f"all variants at one N before the next); time: the median over the rounds of the "
+            f"median of {repeats} calls after a compiling warm-up call; memory (median over the "
+            "rounds): peak resident set added over the state after a "
             f"compiled warm-up call at N={WARMUP_LENGTH} ({', '.join(sorted(probes)) or 'n/a'}: "
             "the kernel's high-water mark, reset by /proc/self/clear_refs)",
             f"a variant stops at the first N where it runs out of memory (a {args.memory_cap_gib:g} "
             f"GiB resident-set cap, or ResourceExhaustedError), out of time ({args.time_cap:.0f} s "
             "per measurement) or fails; larger N are not run",
-            "all variants at one N are measured before the next N; absolute times on this shared "
-            "machine are noisy (other jobs share the 2 cores), the ratios are the figure",
+            "absolute times on this shared machine are noisy (other jobs share the 2 cores); "
+            "the ratios are the figure",
             "picture: benchmarks/attention_scaling.png",
+            code_state(),
         ] + [f"failure: {f}" for f in failures]
         replace_results_section(
             TITLE_PREFIX,

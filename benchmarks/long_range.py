@@ -53,6 +53,7 @@ from attention_scaling import (  # noqa: E402
     SETTINGS,
     add_run_arguments,
     attention_kwargs,
+    code_state,
     replace_results_section,
     resolve_run,
 )
@@ -298,6 +299,7 @@ def main(argv=None):
                 f"settings: {described}",
                 "steps depend on the load of this shared 2-core machine; "
                 "picture: benchmarks/long_range.png",
+                code_state(),
             ],
         )
     return results

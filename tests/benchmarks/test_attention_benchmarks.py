@@ -59,6 +59,28 @@ def test_sweep_stops_each_variant_at_its_first_failure_and_the_tables_say_where(
     assert "**OOM**" in lines and "**error**" in lines
 
 
+def test_rounds_give_medians_and_a_stop_in_a_later_round_drops_the_earlier_figures():
+    calls = []
+
+    def measure(name, length):
+        calls.append((name, length))
+        round_index = sum(1 for call in calls if call == (name, length))  # 1, 2, 3
+        if name == "local" and length == 512 and round_index == 2:
+            return {"status": "time", "error": "cap"}
+        return {"status": "ok", "seconds": length * round_index, "peak_bytes": 10 * round_index}
+
+    results, stops = scaling.sweep(["mha", "local"], (256, 512, 1024), measure, rounds=3,
+                                   log=lambda line: None)
+    assert results[("mha", 512)]["seconds"] == 512 * 2  # median of 512, 1024, 1536
+    assert results[("mha", 512)]["round_seconds"] == [512, 1024, 1536]
+    assert results[("mha", 1024)]["peak_bytes"] == 20
+    assert stops == {"local": ("time", 512)}
+    assert results[("local", 512)]["status"] == "time"
+    assert ("local", 1024) not in results  # measured in round 1, then stopped below it
+    assert results[("local", 256)]["round_seconds"] == [256, 512, 768]
+    assert calls.count(("local", 1024)) == 1 and calls.count(("local", 512)) == 2
+
+
 def test_summary_at_4096_gives_speedup_memory_fraction_and_the_targets():
     n = scaling.REFERENCE_LENGTH
     results = {
