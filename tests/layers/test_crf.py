@@ -206,6 +206,20 @@ def test_crf_loss_and_accuracy_under_fit_are_the_masked_references():
     np.testing.assert_allclose(result["accuracy"], (decoded == tags)[mask].mean(), rtol=1e-5)
 
 
+def test_accuracy_counts_every_token_once_across_batches_of_different_lengths():
+    layer, metric = _crf(), CRFAccuracy()
+    right = total = 0
+    for batch, length in ((slice(0, 2), 5), (slice(2, 6), 3)):  # (2, 5) then (4, 3) tokens
+        potentials = layer(EMISSIONS[batch, :length], mask=MASK[batch, :length])
+        mask = MASK[batch, :length]
+        tags = RNG.integers(0, K, size=mask.shape)
+        metric.update_state(tags, potentials)
+        decoded = np.asarray(crf_decode(potentials, mask)[0])
+        right += int(((decoded == tags) & mask).sum())
+        total += int(mask.sum())
+    np.testing.assert_allclose(float(metric.result()), right / total, rtol=1e-6)
+
+
 def test_fit_learns_transitions_that_emissions_alone_cannot():
     ids, tags = _alternating_task(64, np.random.default_rng(2))
     model = _toy_model()

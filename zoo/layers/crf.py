@@ -379,9 +379,12 @@ class CRFAccuracy(keras.metrics.Mean):
     def __init__(self, name="accuracy", dtype=None):
         super().__init__(name=name, dtype=dtype)
 
+    def _decode(self, y_pred, mask):
+        return crf_decode(y_pred, mask)[0]
+
     def update_state(self, y_true, y_pred, sample_weight=None):
         mask = implicit_mask(y_pred)
-        tags, _ = crf_decode(y_pred, mask)  # (B, T)
+        tags = self._decode(y_pred, mask)  # (B, T)
         matches = ops.cast(ops.equal(tags, ops.cast(y_true, "int32")), self.dtype)
         weights = ops.ones_like(matches) if mask is None else ops.cast(mask, self.dtype)
         if sample_weight is not None:
@@ -389,4 +392,7 @@ class CRFAccuracy(keras.metrics.Mean):
             if len(sample_weight.shape) == 1:
                 sample_weight = ops.expand_dims(sample_weight, 1)
             weights = weights * sample_weight
-        return super().update_state(matches, sample_weight=weights)
+        # Flat, so that every token counts once: Keras's Mean reduces (B, T) weights to
+        # per-sentence means first, which weighs the tokens of short batches more.
+        flat_matches = ops.reshape(matches, (-1,))
+        return super().update_state(flat_matches, sample_weight=ops.reshape(weights, (-1,)))

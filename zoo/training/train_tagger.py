@@ -11,6 +11,7 @@ from zoo.layers import CRFAccuracy, CRFLoss
 from zoo.models.tagger import TaggerConfig, TaggerVocabulary, build_tagger
 from zoo.training.callbacks import BestCheckpoint
 from zoo.training.losses import MaskedSparseCrossEntropy
+from zoo.training.metrics import MaskedAccuracy
 from zoo.training.strategy import get_strategy
 from zoo.training.train import (
     check_config,
@@ -51,7 +52,8 @@ def resolve_tagger_config(config, vocabulary):
 
 def compile_tagger(model, config, jit_compile=False):
     """:func:`~zoo.training.train.make_optimizer`, and per head the CRF negative log-likelihood
-    and Viterbi accuracy, or label-smoothed cross entropy and argmax accuracy.
+    and Viterbi accuracy, or label-smoothed cross entropy and argmax accuracy (both accuracies
+    count every real token once).
 
     Both read the padding mask from the model's outputs (their Keras implicit mask).
     """
@@ -61,7 +63,7 @@ def compile_tagger(model, config, jit_compile=False):
             return CRFLoss(), CRFAccuracy(name="accuracy")
         # Every label id is a real tag (0 is ADJ): padding is known only from the mask.
         loss = MaskedSparseCrossEntropy(label_smoothing=config.label_smoothing, pad_id=-1)
-        return loss, keras.metrics.SparseCategoricalAccuracy(name="accuracy")
+        return loss, MaskedAccuracy(name="accuracy")
 
     heads = ["upos", "xpos"] if config.num_xpos_tags else ["upos"]
     pairs = {head: loss_and_metric() for head in heads}
