@@ -73,3 +73,11 @@ def test_empty_sentences_translate_to_the_empty_string(model, tokenizer, method)
     texts = translate(model, tokenizer, ["", "A dog runs.", "   "], method=method)
     assert texts[0] == "" and texts[2] == ""
     assert texts[1] == translate(model, tokenizer, ["A dog runs."], method=method)[0]
+
+
+def test_translate_survives_a_random_seed_reset_between_calls(model, tokenizer):
+    # keras.utils.set_random_seed kills tf-text's SentencePiece op (tensorflow/text#570); the
+    # cached, already traced function must not keep running the dead one.
+    before = translate(model, tokenizer, SENTENCES, method="greedy")
+    keras.utils.set_random_seed(11)
+    assert translate(model, tokenizer, SENTENCES, method="greedy") == before

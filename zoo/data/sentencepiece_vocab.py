@@ -203,6 +203,22 @@ class SentencePieceTokenizer(tf.Module):
     def _build(self):
         with self.name_scope:
             self._tokenizer = tf_text.SentencepieceTokenizer(model=self.model_proto, out_type=tf.int32)
+        # Counts the rebuilds: a tf.function traced with an older op must be traced again.
+        self.generation = getattr(self, "generation", -1) + 1
+
+    def ensure_alive(self):
+        """Rebuild the tf-text op if its resource has vanished (see :meth:`_run`).
+
+        Returns:
+            :attr:`generation`, which changes when the op was rebuilt: a cache of traced
+            functions keyed on it never runs a dead op.
+        """
+        with tf.init_scope():
+            try:
+                self._tokenizer.tokenize("")
+            except tf.errors.NotFoundError:
+                self._build()
+        return self.generation
 
     def _run(self, method, *args):
         """Run a tf-text method, first rebuilding the op if its resource has vanished.
@@ -211,13 +227,9 @@ class SentencePieceTokenizer(tf.Module):
         kernel cache, which deletes the SentencePiece resource of every tf-text tokenizer made
         before it (tensorflow/text#570). A tiny eager probe (lifted out of any graph being
         traced, so tf.data and tf.function see a live tokenizer) finds that out. A function
-        traced before the reset keeps the dead resource: trace after seeding.
+        traced before the reset keeps the dead resource: key its cache on :meth:`ensure_alive`.
         """
-        with tf.init_scope():
-            try:
-                self._tokenizer.tokenize("")
-            except tf.errors.NotFoundError:
-                self._build()
+        self.ensure_alive()
         return getattr(self._tokenizer, method)(*args)
 
     def tokenize(self, strings):

@@ -81,7 +81,11 @@ def translate(
         return []
     translator = IncrementalTranslator(model)
     max_length = check_max_length(translator, max_length)
-    settings = (id(tokenizer), method, beam_size, max_length, tuple(sorted(kwargs.items())))
+    # The tokenizer's generation changes when a seed reset killed its tf-text op: retrace then.
+    generation = tokenizer.ensure_alive() if hasattr(tokenizer, "ensure_alive") else 0
+    settings = (
+        id(tokenizer), generation, method, beam_size, max_length, tuple(sorted(kwargs.items()))
+    )
     functions = _COMPILED.setdefault(model, {})
     if settings not in functions:
         functions[settings] = _make_translate_function(
