@@ -38,6 +38,7 @@ time per step and the accuracy on the first held-out examples during training.
 """
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -200,49 +201,98 @@ def train_variant(name, length, budget, held_out, settings=None, xla=True, seed=
 
 
 def table(results, variants):
+    """Accuracy, steps, step time, and the accuracy during training, one row per variant."""
     rows = []
     for name in variants:
         r = results[name]
         if "error" in r:
-            rows.append([name, "**error**", "", "", "", r["error"]])
+            rows.append([name, "**error**", "", "", "", "", r["error"]])
             continue
+        during = " / ".join(f"{score:.2f}" for _, score in r["curve"][1:])
         rows.append([name, f"{r['accuracy']:.3f}", r["steps"], f"{r['seconds_per_step'] * 1000:.0f}",
-                     f"{r['train_seconds']:.0f}", f"{r['parameters']:,}"])
+                     f"{r['train_seconds']:.0f}", during, f"{r['parameters']:,}"])
+    fifths = "/".join(f"{100 * (i + 1) // CURVE_POINTS}" for i in range(CURVE_POINTS))
     return markdown_table(
-        ["variant", "held-out accuracy", "steps", "ms/step", "train s", "parameters"], rows)
+        ["variant", "held-out accuracy", "steps", "ms/step", "train s",
+         f"accuracy at {fifths}% of the time (first {CURVE_EXAMPLES} held-out)", "parameters"],
+        rows)
 
 
 def plot(results, variants, path, chance):
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12.5, 4.4))
+    others = iter(f"C{i}" for i in range(10))  # the colours of attention_scaling.png
     for name in variants:
+        color = "black" if name == FULL else next(others)
         r = results[name]
         if "error" in r:
             continue
-        style = dict(color="black") if name == FULL else {}
-        (point,) = left.plot([r["seconds_per_step"] * 1000], [r["accuracy"]], "o", **style)
-        left.annotate(name, (r["seconds_per_step"] * 1000, r["accuracy"]), xytext=(4, 3),
-                      textcoords="offset points", fontsize=8)
+        left.plot([r["seconds_per_step"] * 1000], [r["accuracy"]], "o", color=color)
+        if r["accuracy"] > chance + 0.1:  # the crowd at chance is named by the legend
+            left.annotate(name, (r["seconds_per_step"] * 1000, r["accuracy"]), fontsize=8,
+                          xytext=(5, 3), textcoords="offset points")
         seconds, scores = zip(*r["curve"])
-        right.plot(seconds, scores, marker=".", label=name, color=point.get_color())
+        right.plot(seconds, scores, marker=".", label=name, color=color)
     for ax in (left, right):
         ax.axhline(chance, color="grey", linestyle="--", linewidth=1)
         ax.set_ylim(0, 1.02)
         ax.set_ylabel("held-out accuracy")
         ax.grid(True, alpha=0.3)
     left.set_xscale("log")
-    left.set_xlabel("training step time (ms, log)")
+    left.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=2))
+    left.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+    left.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    left.set_xlabel("training step time (ms, log scale)")
     left.set_title("Accuracy after the same training time")
     right.set_xlabel("training seconds")
     right.set_title(f"During training (first {CURVE_EXAMPLES} held-out examples)")
-    right.legend(fontsize=7, ncol=2)
+    right.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def publish(results, variants, settings, length, budget, xla, png, record, code):
+    """Print the table, draw the picture and (``record``) replace the RESULTS.md section."""
+    lines = table(results, variants)
+    print("\n".join(lines))
+    plot(results, variants, png, 1 / VALUES)
+    print(f"picture: {png}")
+    if not record:
+        return
+    far = reach(settings)
+    described = "; ".join(f"{n} {attention_kwargs(n, 'T', settings) or '{}'}" for n in variants)
+    replace_results_section(
+        TITLE_PREFIX,
+        f"{TITLE_PREFIX} key-value retrieval at length {length}, {budget:g} s of training per "
+        "variant",
+        "python benchmarks/long_range.py" + (f" --length {length}" if length != 1024 else "")
+        + f" --budget {budget:g}",
+        lines,
+        notes=[
+            f"task: {PAIRS} (key, value) tokens with distinct keys (of {KEYS}) at random "
+            f"positions > {far}, the rest {FILLERS} kinds of filler; {QUERIES} query tokens at "
+            f"positions 0..{QUERIES - 1}, each naming one pair's key; answer at each: its "
+            f"value, {VALUES} classes (chance {1 / VALUES:.3f}); accuracy over all queries",
+            f"two local blocks (window {settings['local']['window']}) see positions <= {far} "
+            "from the queries: local attention cannot reach the answers",
+            f"model: embedding (no positions), {LAYERS} pre-LN TransformerEncoderBlock "
+            f"(d{D_MODEL}, {HEADS} heads, ff {FF}), classifier at each query; Adam "
+            f"{LEARNING_RATE:g}, batch {BATCH}, fresh random batches, seed 0 for every variant",
+            f"each variant trains {budget:g} s (steps timed; the first, compiling step and "
+            f"the evaluations not counted), XLA {'on' if xla else 'off'}; held-out set: "
+            f"{HELD_OUT} fixed sequences ({HELD_OUT * QUERIES} queries)",
+            f"settings: {described}",
+            "steps depend on the load of this shared 2-core machine; "
+            "picture: benchmarks/long_range.png",
+            code,
+        ],
+    )
 
 
 def main(argv=None):
@@ -250,15 +300,24 @@ def main(argv=None):
     add_run_arguments(parser, "length 128, window 8, 5 s per variant")
     parser.add_argument("--length", type=int, default=1024)
     parser.add_argument("--budget", type=float, default=120.0, help="training seconds per variant")
+    parser.add_argument("--save-json", help="also write the results (and the run's settings) here")
+    parser.add_argument("--from-json", help="publish the results of --save-json without training")
     args = parser.parse_args(argv)
     if args.quick:
         args.length, args.budget = 128, 5.0
 
     variants, record, png, xla = resolve_run(args, "long_range")
     settings = settings_for(args.quick)
+    if args.from_json:
+        with open(args.from_json) as f:
+            saved = json.load(f)
+        variants = saved["variants"]
+        return publish(saved["results"], variants, settings, saved["length"], saved["budget"],
+                       saved["xla"], png, record, saved["code"])
+
+    code = code_state()
     far = reach(settings)
     held_out = make_batch(np.random.default_rng(12345), HELD_OUT, args.length, far)
-
     print(machine_description(), flush=True)
     print(f"length {args.length}, pairs beyond position {far}, budget {args.budget:g} s, "
           f"XLA {'on' if xla else 'off'}, variants {variants}", flush=True)
@@ -270,38 +329,11 @@ def main(argv=None):
         except Exception as error:  # recorded in the table, never fixed here
             results[name] = {"error": f"{type(error).__name__}: {' '.join(str(error).split())[:200]}"}
         print(f"{name}: {results[name]}", flush=True)
-    lines = table(results, variants)
-    print("\n".join(lines))
-    plot(results, variants, png, 1 / VALUES)
-    print(f"picture: {png}")
-    if record:
-        described = "; ".join(f"{n} {attention_kwargs(n, 'T', settings) or '{}'}" for n in variants)
-        replace_results_section(
-            TITLE_PREFIX,
-            f"{TITLE_PREFIX} key-value retrieval at length {args.length}, "
-            f"{args.budget:g} s of training per variant",
-            "python benchmarks/long_range.py" + (f" --length {args.length}" if args.length != 1024
-                                                 else "") + f" --budget {args.budget:g}",
-            lines,
-            notes=[
-                f"task: {PAIRS} (key, value) tokens with distinct keys (of {KEYS}) at random "
-                f"positions > {far}, the rest {FILLERS} kinds of filler; {QUERIES} query tokens at "
-                f"positions 0..{QUERIES - 1}, each naming one pair's key; answer at each: its "
-                f"value, {VALUES} classes (chance {1 / VALUES:.3f}); accuracy over all queries",
-                f"two local blocks (window {settings['local']['window']}) see positions <= {far} "
-                "from the queries: local attention cannot reach the answers",
-                f"model: embedding (no positions), {LAYERS} pre-LN TransformerEncoderBlock "
-                f"(d{D_MODEL}, {HEADS} heads, ff {FF}), classifier at each query; Adam "
-                f"{LEARNING_RATE:g}, batch {BATCH}, fresh random batches, seed 0 for every variant",
-                f"each variant trains {args.budget:g} s (steps timed; the first, compiling step and "
-                f"the evaluations not counted), XLA {'on' if xla else 'off'}; held-out set: "
-                f"{HELD_OUT} fixed sequences",
-                f"settings: {described}",
-                "steps depend on the load of this shared 2-core machine; "
-                "picture: benchmarks/long_range.png",
-                code_state(),
-            ],
-        )
+    if args.save_json:
+        with open(args.save_json, "w") as f:
+            json.dump({"variants": variants, "results": results, "length": args.length,
+                       "budget": args.budget, "xla": xla, "code": code}, f, indent=1)
+    publish(results, variants, settings, args.length, args.budget, xla, png, record, code)
     return results
 
 
