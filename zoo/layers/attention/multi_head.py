@@ -108,24 +108,31 @@ class MultiHeadAttention(keras.layers.Layer):
         self._value_dim = value_dim or key_dim
         self.seed_generator = keras.random.SeedGenerator(seed)
 
-        def dense(units, name):
-            return keras.layers.Dense(
-                units,
-                use_bias=use_bias,
-                kernel_initializer=self.kernel_initializer,
-                bias_initializer=self.bias_initializer,
-                dtype=self.dtype_policy,
-                name=name,
-            )
-
         n, hk, hv = num_heads, key_dim, self._value_dim
         if fused_qkv:
-            self.qkv_dense = dense(n * (2 * hk + hv), "qkv")
+            self.qkv_dense = self._dense(n * (2 * hk + hv), "qkv")
         else:
-            self.query_dense = dense(n * hk, "query")
-            self.key_dense = dense(n * hk, "key")
-            self.value_dense = dense(n * hv, "value")
+            self.query_dense = self._dense(n * hk, "query")
+            self.key_dense = self._dense(n * hk, "key")
+            self.value_dense = self._dense(n * hv, "value")
         self.output_dense = None  # made in build(), once the query size is known
+
+    def _dense(self, units, name, activation=None):
+        """A projection with the layer's bias, initializers and dtype policy."""
+        return keras.layers.Dense(
+            units,
+            activation=activation,
+            use_bias=self.use_bias,
+            kernel_initializer=self.kernel_initializer,
+            bias_initializer=self.bias_initializer,
+            dtype=self.dtype_policy,
+            name=name,
+        )
+
+    def _build_output(self, query_shape):
+        """Make and build the output projection, from the N heads' values to the output size."""
+        self.output_dense = self._dense(self.output_dim or query_shape[-1], "output")
+        self.output_dense.build(tuple(query_shape[:-1]) + (self.num_heads * self._value_dim,))
 
     def build(self, query_shape, value_shape=None, key_shape=None):
         value_shape = value_shape or query_shape
@@ -136,15 +143,7 @@ class MultiHeadAttention(keras.layers.Layer):
             self.query_dense.build(query_shape)
             self.key_dense.build(key_shape)
             self.value_dense.build(value_shape)
-        self.output_dense = keras.layers.Dense(
-            self.output_dim or query_shape[-1],
-            use_bias=self.use_bias,
-            kernel_initializer=self.kernel_initializer,
-            bias_initializer=self.bias_initializer,
-            dtype=self.dtype_policy,
-            name="output",
-        )
-        self.output_dense.build(tuple(query_shape[:-1]) + (self.num_heads * self._value_dim,))
+        self._build_output(query_shape)
         if self.score == "cosine":
             self.cosine_temperature = self.add_weight(
                 name="cosine_temperature",

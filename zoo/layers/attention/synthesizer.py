@@ -93,17 +93,6 @@ class SynthesizerAttention(MultiHeadAttention):
             # The base layer made a fused QKV projection; only the values are needed here.
             self.value_dense = self._dense(self.num_heads * self._value_dim, "value")
 
-    def _dense(self, units, name, activation=None):
-        return keras.layers.Dense(
-            units,
-            activation=activation,
-            use_bias=self.use_bias,
-            kernel_initializer=self.kernel_initializer,
-            bias_initializer=self.bias_initializer,
-            dtype=self.dtype_policy,
-            name=name,
-        )
-
     def build(self, query_shape, value_shape=None, key_shape=None):
         # Not MultiHeadAttention.build: there are no query or key projections to build.
         model_dim = query_shape[-1]
@@ -124,8 +113,7 @@ class SynthesizerAttention(MultiHeadAttention):
                 initializer=keras.initializers.RandomNormal(stddev=1.0, seed=self.seed),
                 trainable=self.trainable_random,
             )
-        self.output_dense = self._dense(self.output_dim or model_dim, "output")
-        self.output_dense.build(tuple(query_shape[:-1]) + (self.num_heads * self._value_dim,))
+        self._build_output(query_shape)
         self.built = True
 
     # ------------------------------------------------------------------ the synthesizers
