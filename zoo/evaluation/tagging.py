@@ -4,6 +4,7 @@ import json
 import os
 
 from zoo.data import load_ud_english_ewt
+from zoo.models.tagger import OOV_ID
 
 
 def tagging_accuracy(gold, predicted, oov=None):
@@ -71,7 +72,7 @@ def evaluate_tagger(model, vocabulary, split, output_dir=None, sentences=None, h
     if heads is None:
         heads = ("upos", "xpos") if isinstance(model.output, dict) else ("upos",)
     words = [list(s.words) for s in sentences]
-    oov = [[vocabulary.word_id(w) == 1 for w in sentence] for sentence in words]
+    oov = [[vocabulary.word_id(w) == OOV_ID for w in sentence] for sentence in words]
     report, predictions = {"split": split}, {}
     for head in heads:
         predictions[head] = tag_sentences(model, vocabulary, words, head=head)

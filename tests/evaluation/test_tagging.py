@@ -1,0 +1,48 @@
+"""Tagging accuracy: the counts by hand, and evaluate_tagger's report and files."""
+
+import json
+import os
+
+import keras
+import pytest
+
+import zoo  # noqa: F401  (registers the layers)
+from tests.harness import REPO_ROOT
+from zoo.data import load_ud_english_ewt
+from zoo.decoding import tag_sentences
+from zoo.evaluation import evaluate_tagger, tagging_accuracy
+from zoo.models import TaggerVocabulary
+
+SHIPPED = os.path.join(REPO_ROOT, "saved_models", "tagger-en-ewt")
+
+
+def test_accuracy_overall_and_on_oov_words_by_hand():
+    gold = [["DET", "NOUN", "VERB"], ["PRON"]]
+    predicted = [["DET", "VERB", "VERB"], ["NOUN"]]
+    oov = [[False, True, True], [False]]
+    assert tagging_accuracy(gold, predicted, oov) == {
+        "accuracy": 50.0, "tokens": 4, "oov_accuracy": 50.0, "oov_tokens": 2
+    }
+    assert tagging_accuracy([[]], [[]], [[]])["accuracy"] is None
+    with pytest.raises(ValueError, match="Sentence 1: 1 gold tags but 2 predicted"):
+        tagging_accuracy(gold, [predicted[0], ["A", "B"]])
+    with pytest.raises(ValueError, match="2 gold sentences but 1 predicted"):
+        tagging_accuracy(gold, predicted[:1])
+
+
+def test_evaluate_tagger_scores_the_tags_and_writes_them(tmp_path):
+    model = keras.models.load_model(os.path.join(SHIPPED, "model.keras"))
+    vocabulary = TaggerVocabulary.load(os.path.join(SHIPPED, "vocabulary.json"))
+    sentences = load_ud_english_ewt("dev")[:40]
+    report = evaluate_tagger(model, vocabulary, "dev", str(tmp_path), sentences=sentences)
+    predicted = tag_sentences(model, vocabulary, [list(s.words) for s in sentences])
+    oov = [[vocabulary.word_id(w) == 1 for w in s.words] for s in sentences]
+    assert report["upos"] == tagging_accuracy([list(s.upos) for s in sentences], predicted, oov)
+    assert report["upos"]["oov_tokens"] > 0
+    with open(tmp_path / "dev.json") as f:
+        assert json.load(f) == report
+    with open(tmp_path / "dev.tags.tsv", encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+    assert rows[0] == ["word", "gold_upos", "predicted_upos", "oov"]
+    assert len(rows) - 1 == report["upos"]["tokens"]
+    assert rows[1] == [sentences[0].words[0], sentences[0].upos[0], predicted[0][0], str(int(oov[0][0]))]
