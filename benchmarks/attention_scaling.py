@@ -9,7 +9,12 @@ every registered variant runs with the settings of :data:`SETTINGS` below.
 Each (variant, N) is measured in a fresh subprocess, so its memory figure is its own:
 
 - time: the median of ``--repeats`` timed calls after one warm-up (compiling) call;
-- peak memory: the child builds the layer and runs the compiled step once at N = 64 (every
+- planned memory (with XLA): the compiled step's own buffer plan, "Total bytes used" of the
+  memory-usage report that XLA writes when the child runs with ``--xla_dump_to`` (inputs,
+  weights, gradients, every temporary at its peak liveness, constants). It is what the
+  program itself needs, the same on every run, and free of what the resident set adds around
+  it (the allocator's retained free memory, the runtime);
+- peak resident memory: the child builds the layer and runs the compiled step once at N = 64 (every
   library, thread pool and code path is then loaded), resets the kernel's resident-set
   high-water mark (``echo 5 > /proc/self/clear_refs``) and reads its resident set
   (``VmRSS``); after the measurement at N it reads the high-water mark (``VmHWM``). The
@@ -28,8 +33,10 @@ OOM killer), out of time (``--time-cap`` seconds for the measurement after start
 fails; the table records where (``stopped: OOM at N=16384``) and larger N are not run.
 
 The figures at N = 4096 against full attention (speedup = full time / variant time, memory
-fraction = variant memory / full memory) are checked against the targets of issue 5 for
-the linear-time variants: at least 5x faster and at most 1/10 of the memory.
+fraction = variant memory / full memory, both the planned and the resident figure) are checked
+against the targets of issue 5 for the linear-time variants: at least 5x faster and at most
+1/10 of the memory. The verdict uses the planned memory; the resident fraction is printed
+beside it.
 
     python benchmarks/attention_scaling.py [--quick] [--variants mha local ...] [--no-xla]
 
@@ -68,7 +75,8 @@ FULL = "mha"
 # weight row per position: Linformer's E and F, the dense synthesizer's output layer).
 SEQUENCE_LENGTH = "N"
 
-# The settings of every variant, for N = 256..16384 (key_dim 64).
+# The settings of every variant, for N = 256..16384 (key_dim 64). An entry "<variant>:<label>"
+# is one more row: the registered variant at other settings (the trade-off of one knob).
 SETTINGS = {
     "mha": {},
     "local": {"window": 128},  # 2w + 1 = 257 keys per query
@@ -77,7 +85,10 @@ SETTINGS = {
     "clustered": {"num_clusters": 8, "chunk_size": 128},
     "sinkhorn": {"block_size": 128},
     "linformer": {"projected_length": 256, "max_length": SEQUENCE_LENGTH},
-    "performer": {"num_features": 256},
+    "linformer:k=128": {"projected_length": 128, "max_length": SEQUENCE_LENGTH},
+    "performer": {"num_features": 256},  # about its default, round(64 ln 64) = 266
+    "performer:m=128": {"num_features": 128},
+    "performer:m=64": {"num_features": 64},
     "linear": {},
     "synthesizer": {"mode": "dense", "max_length": SEQUENCE_LENGTH},
 }
@@ -98,6 +109,11 @@ COMPLEXITY = {
 LINEAR_TIME = ("local", "global", "clustered", "sinkhorn", "linformer", "performer", "linear")
 
 STOPPED = ("OOM", "time", "error")
+
+
+def variant_of(entry):
+    """The registered attention name of a SETTINGS entry: ``"performer:m=64"`` -> ``"performer"``."""
+    return entry.split(":")[0]
 
 
 def attention_kwargs(name, length, settings=None):
@@ -136,13 +152,31 @@ def _peak_kib(reset_worked):
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
 
 
+def xla_planned_bytes(dump_folder):
+    """The largest "Total bytes used" among XLA's memory-usage reports in ``dump_folder``.
+
+    XLA writes one ``*memory-usage-report.txt`` per compiled program when run with
+    ``--xla_dump_to``; a child compiles its step at N = 64 and at N, and the larger plan is
+    N's. None when there is no report (XLA off, or the dump failed).
+    """
+    totals = []
+    if os.path.isdir(dump_folder):
+        for entry in os.listdir(dump_folder):
+            if entry.endswith("memory-usage-report.txt"):
+                with open(os.path.join(dump_folder, entry)) as f:
+                    match = re.match(r"Total bytes used: (\d+)", f.readline())
+                if match:
+                    totals.append(int(match.group(1)))
+    return max(totals) if totals else None
+
+
 # ---------------------------------------------------------------------- one measurement
 def build_layer(name, length, settings=None):
     """The attention layer ``name`` of the benchmark's sizes at sequence length ``length``."""
     from zoo.layers import get_attention
 
-    return get_attention(name)(
-        num_heads=HEADS, key_dim=D_MODEL // HEADS, fused_qkv=True, name=name,
+    return get_attention(variant_of(name))(
+        num_heads=HEADS, key_dim=D_MODEL // HEADS, fused_qkv=True, name=variant_of(name),
         **attention_kwargs(name, length, settings),
     )
 
@@ -245,9 +279,10 @@ def measure(name, length, repeats=5, xla=True, time_cap=120.0, memory_cap_bytes=
     """Run :func:`measure_in_process` in a fresh subprocess, under a time and a memory cap.
 
     Returns:
-        The child's result dict; or ``{"status": "OOM" | "time" | "error", "error": ...}``
-        when the parent killed it (resident set over ``memory_cap_bytes``, or more than
-        ``time_cap`` seconds after its warm-up) or it died.
+        The child's result dict, with ``planned_bytes`` (:func:`xla_planned_bytes`; None
+        without XLA); or ``{"status": "OOM" | "time" | "error", "error": ...}`` when the
+        parent killed it (resident set over ``memory_cap_bytes``, or more than ``time_cap``
+        seconds after its warm-up) or it died.
     """
     with tempfile.TemporaryDirectory(prefix="attention-scaling-") as folder:
         output = os.path.join(folder, "result.jsonl")
@@ -259,6 +294,9 @@ def measure(name, length, repeats=5, xla=True, time_cap=120.0, memory_cap_bytes=
             command.append("--no-xla")
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [os.path.dirname(HERE)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+        dump = os.path.join(folder, "xla")
+        if xla:
+            env["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_dump_to={dump}".strip()
         with open(errors_path, "w") as errors:
             child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors, env=env)
             started, ready, verdict, peak_rss = time.monotonic(), None, None, 0
@@ -283,6 +321,8 @@ def measure(name, length, repeats=5, xla=True, time_cap=120.0, memory_cap_bytes=
         if results:
             result = results[-1]
             result.pop("event")
+            if result["status"] == "ok":
+                result["planned_bytes"] = xla_planned_bytes(dump)
             return result
         if child.returncode == -9:
             return {"status": "OOM", "error": "killed (SIGKILL: the kernel's OOM killer?)"}
@@ -330,14 +370,16 @@ def sweep(variants, lengths, measure_one, rounds=1, log=print):
                 result = measure_one(name, length)
                 if result["status"] == "ok":
                     runs.setdefault((name, length), []).append(result)
-                    log(f"round {round_index + 1}  {name:12s} N={length:6d}  "
-                        f"{result['seconds'] * 1000:10.1f} ms  {result['peak_bytes'] / 2**20:9.1f} MiB")
+                    planned = result.get("planned_bytes")
+                    log(f"round {round_index + 1}  {name:16s} N={length:6d}  "
+                        f"{result['seconds'] * 1000:10.1f} ms  {result['peak_bytes'] / 2**20:9.1f} MiB"
+                        + ("" if planned is None else f"  plan {planned / 2**20:9.1f} MiB"))
                 else:
                     stops[name] = (result["status"], length)
                     runs[(name, length)] = [result]
                     for n in [n for (m, n) in runs if m == name and n > length]:
                         del runs[(name, n)]
-                    log(f"round {round_index + 1}  {name:12s} N={length:6d}  stopped: "
+                    log(f"round {round_index + 1}  {name:16s} N={length:6d}  stopped: "
                         f"{result['status']} ({result.get('error', '')})")
     results = {}
     for key, measured in runs.items():
@@ -346,35 +388,44 @@ def sweep(variants, lengths, measure_one, rounds=1, log=print):
             continue
         seconds = [r["seconds"] for r in measured]
         peaks = [r["peak_bytes"] for r in measured]
+        plans = [r["planned_bytes"] for r in measured if r.get("planned_bytes") is not None]
         results[key] = dict(measured[0], seconds=statistics.median(seconds),
                             peak_bytes=statistics.median(peaks), round_seconds=seconds,
-                            round_peaks=peaks)
+                            round_peaks=peaks,
+                            planned_bytes=statistics.median(plans) if plans else None)
     return results, stops
 
 
 def summary_at(results, variants, length=REFERENCE_LENGTH):
-    """Per variant at N=``length``: time, memory, speedup and memory fraction against mha.
+    """Per variant at N=``length``: time, memory, speedup and memory fractions against mha.
 
     Returns:
-        ``{name: dict(seconds, peak_bytes, speedup, memory_fraction, meets)}``; missing
-        figures are None. ``meets`` is True/False for the linear-time variants when both
-        figures exist, else None.
+        ``{name: dict(seconds, peak_bytes, planned_bytes, speedup, memory_fraction,
+        planned_fraction, meets)}``; missing figures are None. ``memory_fraction`` is the
+        resident one, ``planned_fraction`` the XLA plan's. ``meets`` is True/False for the
+        linear-time variants when the figures exist, else None: speedup >= 5 and the
+        planned fraction <= 0.1 (the resident fraction where there is no plan, XLA off).
     """
     full = results.get((FULL, length), {})
     full_ok = full.get("status") == "ok"
     rows = {}
     for name in variants:
         result = results.get((name, length), {})
-        row = {"seconds": None, "peak_bytes": None, "speedup": None, "memory_fraction": None,
-               "meets": None}
+        row = dict.fromkeys(["seconds", "peak_bytes", "planned_bytes", "speedup",
+                             "memory_fraction", "planned_fraction", "meets"])
         if result.get("status") == "ok":
             row["seconds"], row["peak_bytes"] = result["seconds"], result["peak_bytes"]
+            row["planned_bytes"] = result.get("planned_bytes")
             if full_ok:
                 row["speedup"] = full["seconds"] / result["seconds"]
                 row["memory_fraction"] = result["peak_bytes"] / max(full["peak_bytes"], 1)
-                if name in LINEAR_TIME:
+                if row["planned_bytes"] is not None and full.get("planned_bytes"):
+                    row["planned_fraction"] = row["planned_bytes"] / full["planned_bytes"]
+                if variant_of(name) in LINEAR_TIME:
+                    memory = row["planned_fraction"]
+                    memory = row["memory_fraction"] if memory is None else memory
                     row["meets"] = (row["speedup"] >= TARGET_SPEEDUP
-                                    and row["memory_fraction"] <= TARGET_MEMORY_FRACTION)
+                                    and memory <= TARGET_MEMORY_FRACTION)
         rows[name] = row
     return rows
 
@@ -388,11 +439,12 @@ def _cell(results, stops, name, length, field):
         return f"**{result['status']}**"
     if field == "seconds":
         return f"{result['seconds'] * 1000:.1f}"
-    return f"{result['peak_bytes'] / 2**20:.1f}"
+    value = result.get(field)
+    return "n/a" if value is None else f"{value / 2**20:.1f}"
 
 
 def tables(results, stops, variants, lengths):
-    """The markdown lines: time table, memory table, the N=4096 summary."""
+    """The markdown lines: the time and memory tables, the N=4096 summary."""
     header = ["variant"] + [f"N={n}" for n in lengths] + ["stopped"]
 
     def stop_text(name):
@@ -401,19 +453,19 @@ def tables(results, stops, variants, lengths):
         status, length = stops[name]
         return f"stopped: {status} at N={length}"
 
-    lines = ["Forward+backward time (ms, median):", ""]
-    lines += markdown_table(header, [
-        [name] + [_cell(results, stops, name, n, "seconds") for n in lengths] + [stop_text(name)]
-        for name in variants])
-    lines += ["", "Peak memory added by the call (MiB):", ""]
-    lines += markdown_table(header, [
-        [name] + [_cell(results, stops, name, n, "peak_bytes") for n in lengths] + [stop_text(name)]
-        for name in variants])
+    lines = []
+    for title, field in (("Forward+backward time (ms, median):", "seconds"),
+                         ("Memory planned by XLA for the compiled step (MiB):", "planned_bytes"),
+                         ("Peak resident memory added by the call (MiB):", "peak_bytes")):
+        lines += [title, ""] + markdown_table(header, [
+            [name] + [_cell(results, stops, name, n, field) for n in lengths] + [stop_text(name)]
+            for name in variants]) + [""]
     if REFERENCE_LENGTH in lengths:
         summary = summary_at(results, variants)
-        lines += ["", f"At N={REFERENCE_LENGTH} against full attention (mha); targets for the "
+        lines += [f"At N={REFERENCE_LENGTH} against full attention (mha); targets for the "
                   f"linear-time variants: speedup >= {TARGET_SPEEDUP:g}x and memory <= "
-                  f"{TARGET_MEMORY_FRACTION:g} of mha's:", ""]
+                  f"{TARGET_MEMORY_FRACTION:g} of mha's (the planned memory; the resident "
+                  "fraction beside it):", ""]
         rows = []
         for name in variants:
             row = summary[name]
@@ -424,15 +476,19 @@ def tables(results, stops, variants, lengths):
             meets = {True: "yes", False: "**no**", None: "n/a"}[row["meets"]]
             if name == FULL:
                 meets = "(reference)"
-            elif name not in LINEAR_TIME:
+            elif variant_of(name) not in LINEAR_TIME:
                 meets = "n/a (not linear-time)"
             rows.append([
-                name, COMPLEXITY.get(name, "?"), figure(row["seconds"], "{:.1f}", 1000),
+                name, COMPLEXITY.get(variant_of(name), "?"), figure(row["seconds"], "{:.1f}", 1000),
+                figure(row["speedup"], "{:.1f}x"),
+                figure(row["planned_bytes"], "{:.1f}", 2**-20),
+                figure(row["planned_fraction"], "{:.3f}"),
                 figure(row["peak_bytes"], "{:.1f}", 2**-20),
-                figure(row["speedup"], "{:.1f}x"), figure(row["memory_fraction"], "{:.3f}"), meets,
+                figure(row["memory_fraction"], "{:.3f}"), meets,
             ])
         lines += markdown_table(
-            ["variant", "cost", "ms", "MiB", "speedup vs mha", "memory / mha", "targets met"], rows)
+            ["variant", "cost", "ms", "speedup vs mha", "planned MiB", "planned / mha",
+             "resident MiB", "resident / mha", "targets met"], rows)
     return lines
 
 
@@ -443,14 +499,24 @@ def plot(results, stops, variants, lengths, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+    panels = [("seconds", 1000, "forward+backward time (ms)", "Time: one self-attention layer, "
+               "batch 1, d256, 4 heads"),
+              ("planned_bytes", 2**-20, "memory planned by XLA (MiB)", "Planned memory (x at "
+               "the top: where a variant stopped)"),
+              ("peak_bytes", 2**-20, "peak resident memory added (MiB)", "Peak resident memory")]
+    if not any(r.get("planned_bytes") for r in results.values() if r.get("status") == "ok"):
+        panels.pop(1)  # XLA off: no plan
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 5))
     stop_rows = {ax: 0 for ax in axes}
     for name in variants:
         ok = [n for n in lengths if results.get((name, n), {}).get("status") == "ok"]
         style = dict(linewidth=2.5, color="black") if name == FULL else dict(linewidth=1.3)
-        for ax, field, scale in ((axes[0], "seconds", 1000), (axes[1], "peak_bytes", 2**-20)):
-            values = [max(results[(name, n)][field] * scale, 1e-3) for n in ok]
-            (line,) = ax.plot(ok, values, marker="o", markersize=4, label=name, **style)
+        if ":" in name:
+            style["linestyle"] = "--"  # another setting of a variant drawn above
+        for ax, (field, scale, _, _) in zip(axes, panels):
+            ok_here = [n for n in ok if results[(name, n)].get(field) is not None]
+            values = [max(results[(name, n)][field] * scale, 1e-3) for n in ok_here]
+            (line,) = ax.plot(ok_here, values, marker="o", markersize=4, label=name, **style)
             if name in stops:
                 status, at = stops[name]
                 # the stop: a cross at the top of the panel, above the N where it stopped
@@ -460,15 +526,14 @@ def plot(results, stops, variants, lengths, path):
                             textcoords="offset points", xytext=(-6, -12 - 9 * stop_rows[ax]),
                             ha="right", fontsize=8, color=line.get_color())
                 stop_rows[ax] += 1
-    for ax, label in ((axes[0], "forward+backward time (ms)"), (axes[1], "peak memory added (MiB)")):
+    for ax, (_, _, label, title) in zip(axes, panels):
+        ax.set_title(title)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("sequence length N")
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=0.3)
-    axes[0].set_title("Time: one self-attention layer, batch 1, d256, 4 heads")
-    axes[1].set_title("Peak memory (x at the top: where a variant stopped)")
-    axes[1].legend(fontsize=8, ncol=2, loc="lower right")
+    axes[-1].legend(fontsize=8, ncol=2, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -522,11 +587,12 @@ def resolve_run(args, script):
     from zoo.layers import available_attention
 
     registered = available_attention()
-    variants = args.variants or [FULL] + [n for n in SETTINGS if n != FULL and n in registered]
-    unknown = [n for n in variants if n not in registered]
+    variants = args.variants or [FULL] + [
+        n for n in SETTINGS if n != FULL and variant_of(n) in registered]
+    unknown = [n for n in variants if variant_of(n) not in registered]
     if unknown:
         raise SystemExit(f"not registered: {unknown}; registered: {registered}")
-    missing = [n for n in registered if n not in SETTINGS]
+    missing = [n for n in registered if n not in map(variant_of, SETTINGS)]
     if missing and not args.variants:
         print(f"registered but without settings here (not run unless named): {missing}")
     record = args.record or not (args.quick or args.no_record)
@@ -580,10 +646,14 @@ def main(argv=None):
             f"settings: {settings}",
             f"each (variant, N) in a fresh subprocess, {rounds} rounds (each round sweeps every N, "
             f"all variants at one N before the next); time: the median over the rounds of the "
-            f"median of {repeats} calls after a compiling warm-up call; memory (median over the "
+            f"median of {repeats} calls after a compiling warm-up call; planned memory: \"Total "
+            "bytes used\" of the memory-usage report XLA writes for the compiled step "
+            "(--xla_dump_to): inputs, weights, gradients and every temporary at its peak "
+            "liveness, the same on every run; resident memory (median over the "
             "rounds): peak resident set added over the state after a "
             f"compiled warm-up call at N={WARMUP_LENGTH} ({', '.join(sorted(probes)) or 'n/a'}: "
-            "the kernel's high-water mark, reset by /proc/self/clear_refs)",
+            "the kernel's high-water mark, reset by /proc/self/clear_refs), which adds what the "
+            "allocator keeps and the runtime uses around the program",
             f"a variant stops at the first N where it runs out of memory (a {args.memory_cap_gib:g} "
             f"GiB resident-set cap, or ResourceExhaustedError), out of time ({args.time_cap:.0f} s "
             "per measurement) or fails; larger N are not run",

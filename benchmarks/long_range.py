@@ -57,6 +57,7 @@ from attention_scaling import (  # noqa: E402
     code_state,
     replace_results_section,
     resolve_run,
+    variant_of,
 )
 from common import machine_description, markdown_table  # noqa: E402
 
@@ -127,12 +128,12 @@ def build_model(name, length, settings=None):
     x = TokenAndPositionEmbedding(VOCAB, D_MODEL, position=None, name="embedding")(tokens)
     for i in range(LAYERS):
         x = TransformerEncoderBlock(
-            HEADS, FF, attention=name, attention_kwargs=attention_kwargs(name, length, settings),
+            HEADS, FF, attention=variant_of(name), attention_kwargs=attention_kwargs(name, length, settings),
             normalize_first=True, name=f"block_{i}",
         )(x)
     x = keras.layers.LayerNormalization(name="final_norm")(x[:, :QUERIES])  # (B, Q, D)
     logits = keras.layers.Dense(VALUES, name="classifier")(x)  # (B, Q, VALUES)
-    return keras.Model(tokens, logits, name=f"retrieval_{name}")
+    return keras.Model(tokens, logits, name=f"retrieval_{variant_of(name)}")
 
 
 def accuracy(model, tokens, answers, batch=32):

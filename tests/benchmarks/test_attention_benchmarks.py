@@ -101,6 +101,42 @@ def test_summary_at_4096_gives_speedup_memory_fraction_and_the_targets():
     assert summary["synthesizer"]["meets"] is None  # quadratic: no target
 
 
+def test_the_verdict_uses_the_planned_memory_where_there_is_one():
+    n = scaling.REFERENCE_LENGTH
+    results = {
+        ("mha", n): {"status": "ok", "seconds": 1.0, "peak_bytes": 1000, "planned_bytes": 800},
+        # resident 0.2 of mha's, planned 0.05: the plan decides
+        ("linear", n): {"status": "ok", "seconds": 0.1, "peak_bytes": 200, "planned_bytes": 40},
+        # resident 0.05, planned 0.25: misses
+        ("performer:m=64", n): {"status": "ok", "seconds": 0.1, "peak_bytes": 50,
+                                "planned_bytes": 200},
+    }
+    summary = scaling.summary_at(results, ["mha", "linear", "performer:m=64"])
+    assert summary["linear"]["planned_fraction"] == pytest.approx(0.05)
+    assert summary["linear"]["memory_fraction"] == pytest.approx(0.2)
+    assert summary["linear"]["meets"] is True
+    assert summary["performer:m=64"]["meets"] is False  # an extra row is judged as its variant
+    lines = "\n".join(scaling.tables(results, {}, ["mha", "linear", "performer:m=64"], (n,)))
+    assert "| linear | O(N) | 100.0 | 10.0x | 0.0 | 0.050 | 0.0 | 0.200 | yes |" in lines
+
+
+def test_xla_planned_bytes_takes_the_largest_report(tmp_path):
+    assert scaling.xla_planned_bytes(str(tmp_path / "missing")) is None
+    for name, total in (("module_0000.step.cpu-memory-usage-report.txt", 1000),
+                        ("module_0001.step.cpu-memory-usage-report.txt", 250000)):
+        (tmp_path / name).write_text(f"Total bytes used: {total} (0.24MiB)\n\nAllocations...\n")
+    (tmp_path / "module_0001.step.buffer-assignment.txt").write_text("Total bytes used: 9999999\n")
+    assert scaling.xla_planned_bytes(str(tmp_path)) == 250000
+
+
+def test_an_extra_row_builds_its_variant_at_its_settings():
+    assert scaling.variant_of("performer:m=64") == "performer"
+    layer = scaling.build_layer("performer:m=64", 128)
+    assert type(layer).__name__ == "PerformerAttention" and layer.num_features == 64
+    assert scaling.attention_kwargs("linformer:k=128", 512) == {
+        "projected_length": 128, "max_length": 512}
+
+
 def test_settings_put_the_length_where_asked():
     assert scaling.attention_kwargs("linformer", 2048)["max_length"] == 2048
     assert scaling.attention_kwargs("local", 2048) == {"window": 128}
@@ -112,6 +148,8 @@ def test_one_real_measurement_in_a_subprocess():
     assert result["status"] == "ok", result
     assert len(result["times"]) == 2 and result["seconds"] > 0
     assert result["peak_bytes"] >= 0 and result["memory_probe"]
+    # XLA's plan of the step at N=128: at least x, g, dx (3 x 128 x 256 floats) and the weights
+    assert result["planned_bytes"] >= (3 * 128 * 256 + 4 * 256 * 256) * 4
 
 
 def test_the_memory_cap_kills_the_child():
