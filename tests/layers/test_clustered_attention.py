@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.harness import check_padding_leak, run_layer_test, run_on_jax
+from tests.harness import check_padding_leak, run_layer_test
 from tests.layers.test_local_attention import assert_dropout_only_in_training, assert_encoder_learns
 from zoo.layers import MultiHeadAttention, TransformerDecoderBlock, get_attention
 from zoo.layers.attention import clustered as clustered_module
@@ -165,7 +165,7 @@ def test_clear_errors():
         ClusteredAttention(num_heads=2, key_dim=4, centroid_decay=1.0)
 
 
-# ---------------------------------------------------------------- in the blocks, on JAX
+# ---------------------------------------------------------------- in the blocks
 def test_encoder_block_learns():
     assert_encoder_learns("clustered", {"num_clusters": 2, "chunk_size": 4, "centroid_decay": 0.9})
 
@@ -174,17 +174,6 @@ def test_a_decoder_block_says_causal_is_unsupported():
     block = TransformerDecoderBlock(num_heads=2, ff_dim=32, attention="clustered")
     with pytest.raises(ValueError, match="ClusteredAttention .* does not support use_causal_mask"):
         block(_x(B, T, D), encoder_output=_x(B, 7, D))
-
-
-def test_equals_the_reference_and_learns_on_jax():
-    script = (
-        "from tests.layers.test_clustered_attention import *\n"
-        "test_equals_full_attention_with_the_same_cluster_mask(4, 2)\n"
-        "test_centroids_follow_the_routed_means_in_training_only()\n"
-        "assert_encoder_learns('clustered', {'num_clusters': 2, 'chunk_size': 4})\n"
-        "print('matches and learns')\n"
-    )
-    assert "matches and learns" in run_on_jax(script)
 
 
 def test_docstring_examples_run():

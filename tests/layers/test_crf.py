@@ -1,12 +1,11 @@
 import doctest
 import itertools
-import textwrap
 
 import keras
 import numpy as np
 import pytest
 
-from tests.harness import check_padding_leak, run_layer_test, run_on_jax
+from tests.harness import check_padding_leak, run_layer_test
 from zoo.layers import crf as crf_module
 from zoo.layers import (
     CRF,
@@ -259,59 +258,6 @@ def test_unknown_lengths_trace_and_fit():
     model.compile(optimizer=keras.optimizers.Adam(0.05), loss=CRFLoss(), metrics=[CRFAccuracy()])
     history = model.fit(batches(), steps_per_epoch=6, epochs=2, shuffle=False, verbose=0).history
     assert np.all(np.isfinite(history["loss"]))
-
-
-# ---------------------------------------------------------------- JAX
-_JAX_SCRIPT = textwrap.dedent(
-    """
-    import itertools
-    import jax
-    import keras
-    import numpy as np
-    from zoo.layers import CRF, CRFAccuracy, CRFLoss
-    from zoo.layers import crf_decode, crf_log_likelihood, crf_log_partition
-
-    assert keras.backend.backend() == "jax"
-    rng = np.random.default_rng(0)
-    ids = rng.integers(1, 8, size=(4, 5)).astype("int32")
-    ids[1, 3:] = 0
-    tags = (ids % 3).astype("int32")
-    inputs = keras.Input((None,), dtype="int32")
-    x = keras.layers.Embedding(8, 4, mask_zero=True)(inputs)
-    model = keras.Model(inputs, CRF(name="crf")(keras.layers.Dense(3)(x)))
-    model.compile(optimizer=keras.optimizers.Adam(0.05), loss=CRFLoss(), metrics=[CRFAccuracy()])
-    before = {w.path: np.array(w.value) for w in model.trainable_weights}
-    loss = model.fit(ids, tags, epochs=5, verbose=0).history["loss"]
-    assert np.all(np.isfinite(loss)) and loss[-1] < loss[0], loss
-    for w in model.trainable_weights:
-        assert not np.array_equal(before[w.path], np.asarray(w.value)), w.path
-
-    potentials, mask = model(ids), ids != 0
-    # The implicit mask reaches the loss under JAX too: junk labels at padding are ignored.
-    junk = np.where(mask, tags, 5)
-    result = model.evaluate(ids, junk, verbose=0, return_dict=True)
-    nll = -np.asarray(crf_log_likelihood(potentials, tags, mask))
-    assert abs(result["loss"] - nll.sum() / mask.sum()) < 1e-4, (result, nll.sum() / mask.sum())
-    decoded, _ = jax.jit(crf_decode)(potentials, mask)
-    log_z = np.asarray(jax.jit(crf_log_partition)(potentials, mask))
-    p = np.asarray(potentials, "float64")
-    for b in range(4):
-        n = int(mask[b].sum())
-        scores = {
-            path: p[b, 0, 0, path[0]] + sum(p[b, t, path[t - 1], path[t]] for t in range(1, n))
-            for path in itertools.product(range(3), repeat=n)
-        }
-        best = max(scores, key=scores.get)
-        assert tuple(np.asarray(decoded)[b, :n]) == best
-        values = np.array(list(scores.values()))
-        assert abs(log_z[b] - (values.max() + np.log(np.exp(values - values.max()).sum()))) < 1e-4
-    print("jax ok", loss[0], loss[-1])
-    """
-)
-
-
-def test_trains_and_decodes_on_the_jax_backend():
-    assert "jax ok" in run_on_jax(_JAX_SCRIPT)
 
 
 def test_docstring_examples_run():

@@ -3,7 +3,7 @@ import doctest
 import numpy as np
 import pytest
 
-from tests.harness import run_layer_test, run_on_jax
+from tests.harness import run_layer_test
 from tests.layers import test_local_attention as shared
 from zoo.layers.attention import GlobalAttention, get_attention
 from zoo.layers.attention import global_attention as global_module
@@ -120,25 +120,13 @@ def test_unsupported_inputs_are_clear_errors():
         GlobalAttention(num_heads=2, key_dim=4, window=-2)
 
 
-# ---------------------------------------------------------------- in the blocks, on JAX
+# ---------------------------------------------------------------- in the blocks
 def test_encoder_block_learns():
     shared.assert_encoder_learns("global", {"window": 1, "num_global": 1})
 
 
 def test_decoder_block_is_causal():
     shared.assert_decoder_block_is_causal("global", {"window": 2, "num_global": 2})
-
-
-def test_equals_the_dense_pattern_and_learns_on_jax():
-    script = (
-        "from tests.layers.test_global_attention import *\n"
-        "shared.assert_matches_pattern(\n"
-        "    lambda: GlobalAttention(num_heads=2, key_dim=8, window=2, num_global=2),\n"
-        "    lambda n: global_pattern(n, 2, 2), lengths=(5, 8), causal=False)\n"
-        "shared.assert_encoder_learns('global', {'window': 1, 'num_global': 1})\n"
-        "print('matches and learns')\n"
-    )
-    assert "matches and learns" in run_on_jax(script)
 
 
 def test_docstring_examples_run():

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.harness import check_causal_leak, check_padding_leak, run_layer_test, run_on_jax
+from tests.harness import check_causal_leak, check_padding_leak, run_layer_test
 from zoo.layers import TransformerDecoderBlock, TransformerEncoderBlock
 from zoo.layers.attention import LocalAttention, MultiHeadAttention, get_attention
 from zoo.layers.attention import local as local_module
@@ -230,24 +230,13 @@ def test_unsupported_inputs_are_clear_errors():
             LocalAttention(num_heads=2, key_dim=4, window=bad)
 
 
-# ---------------------------------------------------------------- in the blocks, on JAX
+# ---------------------------------------------------------------- in the blocks
 def test_encoder_block_learns():
     assert_encoder_learns("local", {"window": 2})
 
 
 def test_decoder_block_is_causal():
     assert_decoder_block_is_causal("local", {"window": 3})
-
-
-def test_equals_the_dense_pattern_and_learns_on_jax():
-    script = (
-        "from tests.layers.test_local_attention import *\n"
-        "assert_matches_pattern(lambda: LocalAttention(num_heads=2, key_dim=8, window=2),\n"
-        "    lambda n: local_pattern(n, 2), lengths=(5, 8), causal=True)\n"
-        "assert_encoder_learns('local', {'window': 2})\n"
-        "print('matches and learns')\n"
-    )
-    assert "matches and learns" in run_on_jax(script)
 
 
 def test_docstring_examples_run():

@@ -1,9 +1,7 @@
-import textwrap
-
 import numpy as np
 import pytest
 
-from tests.harness import check_causal_leak, check_padding_leak, run_layer_test, run_on_jax
+from tests.harness import check_causal_leak, check_padding_leak, run_layer_test
 from tests.layers.test_linear_attention import (
     B,
     CAUSAL,
@@ -183,45 +181,7 @@ def test_unsupported_arguments_are_clear_errors():
             PerformerAttention(num_heads=2, key_dim=4, redraw=redraw)
 
 
-# ---------------------------------------------------------------- blocks, JAX
+# ---------------------------------------------------------------- blocks
 def test_encoder_block_trains():
     encoder_loss_goes_down("performer", {"num_features": 16, "redraw": 5})
 
-
-def test_the_three_variants_train_on_jax():
-    script = textwrap.dedent(
-        """
-        import keras
-        import numpy as np
-        from zoo.layers import TransformerDecoderBlock, TransformerEncoderBlock
-
-        rng = np.random.default_rng(0)
-        x = rng.normal(size=(2, 9, 8)).astype("float32")
-        mask = np.array([[1] * 9, [1] * 5 + [0] * 4], bool)
-        for attention, kwargs in [
-            ("linear", {"chunk_size": 4}),
-            ("performer", {"num_features": 8, "redraw": True, "chunk_size": 4}),
-            ("linformer", {"max_length": 9, "projected_length": 3}),
-        ]:
-            inputs, padding = keras.Input((9, 8)), keras.Input((9,), dtype="bool")
-            if attention == "linformer":
-                block = TransformerEncoderBlock(2, 16, attention=attention, attention_kwargs=kwargs)
-                hidden = block(inputs, padding_mask=padding)
-            else:
-                block = TransformerDecoderBlock(
-                    2, 16, attention=attention, attention_kwargs=kwargs, cross_attention=False
-                )
-                hidden = block(inputs, padding_mask=padding)
-            model = keras.Model([inputs, padding], hidden)
-            model.compile(optimizer="adam", loss="mse")
-            layer = block.self_attention_layer
-            before = np.array(getattr(layer, "random_features", 0.0))
-            loss = model.fit([x, mask], x, epochs=2, verbose=0).history["loss"]
-            assert np.all(np.isfinite(loss)), (attention, loss)
-            if attention == "performer":  # redrawn in training, under jit
-                assert not np.array_equal(before, np.array(layer.random_features))
-            print(attention, "ok")
-        """
-    )
-    out = run_on_jax(script)
-    assert "linear ok" in out and "performer ok" in out and "linformer ok" in out

@@ -3,7 +3,7 @@ import doctest
 import numpy as np
 import pytest
 
-from tests.harness import check_causal_leak, check_padding_leak, run_layer_test, run_on_jax
+from tests.harness import check_causal_leak, check_padding_leak, run_layer_test
 from tests.layers.test_clustered_attention import assert_unsupported_inputs_raise
 from tests.layers.test_local_attention import (
     assert_decoder_block_is_causal,
@@ -222,7 +222,7 @@ def test_clear_errors():
         SinkhornAttention(num_heads=2, key_dim=4, temperature=0.0)
 
 
-# ---------------------------------------------------------------- in the blocks, on JAX
+# ---------------------------------------------------------------- in the blocks
 def test_encoder_block_learns():
     assert_encoder_learns("sinkhorn", {"block_size": 4})
 
@@ -233,17 +233,6 @@ def test_decoder_block_is_causal():
 
 def test_unknown_length_in_a_graph():
     assert_dynamic_length_matches(SinkhornAttention(num_heads=2, key_dim=4, block_size=BLOCK), (5, 9))
-
-
-def test_equals_the_reference_and_learns_on_jax():
-    script = (
-        "from tests.layers.test_sinkhorn_attention import *\n"
-        "test_equals_the_slow_reference(True)\n"
-        "test_equals_the_slow_reference(False)\n"
-        "assert_encoder_learns('sinkhorn', {'block_size': 4})\n"
-        "print('matches and learns')\n"
-    )
-    assert "matches and learns" in run_on_jax(script)
 
 
 def test_docstring_examples_run():

@@ -3,7 +3,7 @@ import doctest
 import numpy as np
 import pytest
 
-from tests.harness import run_layer_test, run_on_jax
+from tests.harness import run_layer_test
 from tests.layers import test_local_attention as shared
 from zoo.layers.attention import StridedAttention, get_attention
 from zoo.layers.attention import strided as strided_module
@@ -109,7 +109,7 @@ def test_unsupported_inputs_are_clear_errors():
         StridedAttention(num_heads=2, key_dim=4, pattern="fixed")
 
 
-# ---------------------------------------------------------------- in the blocks, on JAX
+# ---------------------------------------------------------------- in the blocks
 @pytest.mark.parametrize("pattern", ["strided", "sparse"])
 def test_encoder_block_learns(pattern):
     shared.assert_encoder_learns("strided", {"stride": 3, "pattern": pattern})
@@ -117,18 +117,6 @@ def test_encoder_block_learns(pattern):
 
 def test_decoder_block_is_causal():
     shared.assert_decoder_block_is_causal("strided", {"stride": 3, "pattern": "sparse"})
-
-
-def test_equals_the_dense_pattern_and_learns_on_jax():
-    script = (
-        "from tests.layers.test_strided_attention import *\n"
-        "shared.assert_matches_pattern(\n"
-        "    lambda: StridedAttention(num_heads=2, key_dim=8, stride=3, pattern='sparse'),\n"
-        "    lambda n: strided_pattern(n, 3, 'sparse'), lengths=(5, 12), causal=True)\n"
-        "shared.assert_encoder_learns('strided', {'stride': 3, 'pattern': 'sparse'})\n"
-        "print('matches and learns')\n"
-    )
-    assert "matches and learns" in run_on_jax(script)
 
 
 def test_docstring_examples_run():

@@ -3,7 +3,7 @@ import doctest
 import numpy as np
 import pytest
 
-from tests.harness import check_causal_leak, check_padding_leak, run_layer_test, run_on_jax
+from tests.harness import check_causal_leak, check_padding_leak, run_layer_test
 from tests.layers.test_local_attention import (
     assert_decoder_block_is_causal,
     assert_dropout_only_in_training,
@@ -138,7 +138,7 @@ def test_clear_errors():
         SynthesizerAttention(num_heads=2, key_dim=4, mode="dense", trainable_random=False)
 
 
-# ---------------------------------------------------------------- in the blocks, on JAX
+# ---------------------------------------------------------------- in the blocks
 @pytest.mark.parametrize("mode", ["dense", "random"])
 def test_encoder_block_learns(mode):
     assert_encoder_learns("synthesizer", {"max_length": 12, "mode": mode})
@@ -151,17 +151,6 @@ def test_decoder_block_is_causal():
 def test_unknown_length_in_a_graph():
     layer = SynthesizerAttention(num_heads=2, key_dim=4, max_length=L)
     assert_dynamic_length_matches(layer, (5, 9))
-
-
-def test_equals_the_reference_and_learns_on_jax():
-    script = (
-        "from tests.layers.test_synthesizer_attention import *\n"
-        "test_equals_softmax_of_the_synthetic_logits_times_values('dense')\n"
-        "test_padding_and_causal_never_leak('random')\n"
-        "assert_encoder_learns('synthesizer', {'max_length': 12})\n"
-        "print('matches and learns')\n"
-    )
-    assert "matches and learns" in run_on_jax(script)
 
 
 def test_docstring_examples_run():

@@ -1,0 +1,334 @@
+"""The layers on Keras's JAX backend, every check in one JAX process.
+
+Keras fixes its backend at import and the suite runs on TensorFlow, so these checks run in a
+fresh Python with KERAS_BACKEND=jax. Starting that Python (and the TensorFlow that Keras's
+serialization imports on any backend) costs several seconds, so all the checks share one
+process: `run_parts` runs each part in turn, prints ``ok <part>`` or ``FAILED <part>: <error>``
+with the traceback, and goes on; one test per part then asserts its marker.
+
+Each part starts as it would in a process of its own: the test modules' ``RNG`` generators
+are put back to their state after import, and the Keras session is cleared.
+"""
+
+import itertools
+import time
+import traceback
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from tests.harness import run_on_jax
+from tests.layers import test_clustered_attention as clustered
+from tests.layers import test_global_attention as global_attention
+from tests.layers import test_local_attention as local
+from tests.layers import test_sinkhorn_attention as sinkhorn
+from tests.layers import test_strided_attention as strided
+from tests.layers import test_synthesizer_attention as synthesizer
+from zoo.layers import (
+    CRF,
+    ALiBiAttention,
+    ALiBiBias,
+    CRFAccuracy,
+    CRFLoss,
+    LearnedPositionEmbedding,
+    RelativePositionAttention,
+    RotaryAttention,
+    RotaryEmbedding,
+    SinusoidalPositionEncoding,
+    TokenAndPositionEmbedding,
+    TransformerDecoderBlock,
+    TransformerEncoderBlock,
+    crf_decode,
+    crf_log_likelihood,
+    crf_log_partition,
+)
+
+# Every module whose `RNG` a part draws from (directly or through a shared helper).
+_MODULES_WITH_RNG = (clustered, global_attention, local, sinkhorn, strided, synthesizer)
+
+
+# ---------------------------------------------------------------- attention variants
+def _local():
+    local.assert_matches_pattern(
+        lambda: local.LocalAttention(num_heads=2, key_dim=8, window=2),
+        lambda n: local.local_pattern(n, 2),
+        lengths=(5, 8),
+        causal=True,
+    )
+    local.assert_encoder_learns("local", {"window": 2})
+
+
+def _strided():
+    local.assert_matches_pattern(
+        lambda: strided.StridedAttention(num_heads=2, key_dim=8, stride=3, pattern="sparse"),
+        lambda n: strided.strided_pattern(n, 3, "sparse"),
+        lengths=(5, 12),
+        causal=True,
+    )
+    local.assert_encoder_learns("strided", {"stride": 3, "pattern": "sparse"})
+
+
+def _global():
+    local.assert_matches_pattern(
+        lambda: global_attention.GlobalAttention(num_heads=2, key_dim=8, window=2, num_global=2),
+        lambda n: global_attention.global_pattern(n, 2, 2),
+        lengths=(5, 8),
+        causal=False,
+    )
+    local.assert_encoder_learns("global", {"window": 1, "num_global": 1})
+
+
+def _clustered():
+    clustered.test_equals_full_attention_with_the_same_cluster_mask(4, 2)
+    clustered.test_centroids_follow_the_routed_means_in_training_only()
+    local.assert_encoder_learns("clustered", {"num_clusters": 2, "chunk_size": 4})
+
+
+def _sinkhorn():
+    sinkhorn.test_equals_the_slow_reference(True)
+    sinkhorn.test_equals_the_slow_reference(False)
+    local.assert_encoder_learns("sinkhorn", {"block_size": 4})
+
+
+def _synthesizer():
+    synthesizer.test_equals_softmax_of_the_synthetic_logits_times_values("dense")
+    synthesizer.test_padding_and_causal_never_leak("random")
+    local.assert_encoder_learns("synthesizer", {"max_length": 12})
+
+
+def _linear_performer_linformer():
+    """The three kernel/low-rank variants train in a block; the Performer redraws under jit."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 9, 8)).astype("float32")
+    mask = np.array([[1] * 9, [1] * 5 + [0] * 4], bool)
+    for attention, kwargs in [
+        ("linear", {"chunk_size": 4}),
+        ("performer", {"num_features": 8, "redraw": True, "chunk_size": 4}),
+        ("linformer", {"max_length": 9, "projected_length": 3}),
+    ]:
+        inputs, padding = keras.Input((9, 8)), keras.Input((9,), dtype="bool")
+        if attention == "linformer":
+            block = TransformerEncoderBlock(2, 16, attention=attention, attention_kwargs=kwargs)
+        else:
+            block = TransformerDecoderBlock(
+                2, 16, attention=attention, attention_kwargs=kwargs, cross_attention=False
+            )
+        hidden = block(inputs, padding_mask=padding)
+        model = keras.Model([inputs, padding], hidden)
+        model.compile(optimizer="adam", loss="mse")
+        layer = block.self_attention_layer
+        before = np.array(getattr(layer, "random_features", 0.0))
+        loss = model.fit([x, mask], x, epochs=2, verbose=0).history["loss"]
+        assert np.all(np.isfinite(loss)), (attention, loss)
+        if attention == "performer":  # redrawn in training, under jit
+            assert not np.array_equal(before, np.array(layer.random_features))
+
+
+# ---------------------------------------------------------------- position, CRF, blocks
+def _position():
+    """Cached steps under jax.jit equal the full pass; a tied functional model over each."""
+    import jax
+
+    x = np.random.default_rng(0).normal(size=(2, 5, 16)).astype("float32")
+    for layer in (SinusoidalPositionEncoding(), LearnedPositionEmbedding(8), RotaryEmbedding()):
+        full = np.asarray(layer(x))
+        step = jax.jit(lambda x, i: layer(x, start_index=i))
+        np.testing.assert_allclose(np.asarray(step(x[:, 2:4], 2)), full[:, 2:4], atol=1e-6)
+    assert ALiBiBias(4)(np.zeros((2, 4, 5, 5), "float32")).shape == (2, 4, 5, 5)
+    for cls in (RotaryAttention, ALiBiAttention, RelativePositionAttention):
+        layer = cls(num_heads=2, key_dim=8, fused_qkv=True)
+        full = np.asarray(layer(x, use_causal_mask=True))
+        step = jax.jit(lambda token, cache, i: layer(token, cache=cache, cache_index=i))
+        cache = layer.init_cache(2, 7)
+        for t in range(5):
+            out, cache = step(x[:, t : t + 1], cache, t)
+            np.testing.assert_allclose(np.asarray(out)[:, 0], full[:, t], atol=1e-5)
+    # Symbolic shapes: a tied functional model over every variant.
+    for position in ("sinusoidal", "learned"):
+        embedding = TokenAndPositionEmbedding(11, 8, max_length=6, position=position, mask_zero=True)
+        ids = keras.Input((None,), dtype="int32")
+        hidden = embedding(ids)
+        for cls in (RotaryAttention, ALiBiAttention, RelativePositionAttention):
+            hidden = cls(num_heads=2, key_dim=4)(hidden, use_causal_mask=True)
+        model = keras.Model(ids, embedding(hidden, reverse=True))
+        assert model(np.array([[1, 2, 0]])).shape == (1, 3, 11)
+
+
+def _crf():
+    """The CRF trains, its implicit mask reaches the loss, and jitted decoding and the log
+    partition equal brute force over every tag path."""
+    import jax
+
+    rng = np.random.default_rng(0)
+    ids = rng.integers(1, 8, size=(4, 5)).astype("int32")
+    ids[1, 3:] = 0
+    tags = (ids % 3).astype("int32")
+    inputs = keras.Input((None,), dtype="int32")
+    x = keras.layers.Embedding(8, 4, mask_zero=True)(inputs)
+    model = keras.Model(inputs, CRF(name="crf")(keras.layers.Dense(3)(x)))
+    model.compile(optimizer=keras.optimizers.Adam(0.05), loss=CRFLoss(), metrics=[CRFAccuracy()])
+    before = {w.path: np.array(w.value) for w in model.trainable_weights}
+    loss = model.fit(ids, tags, epochs=5, verbose=0).history["loss"]
+    assert np.all(np.isfinite(loss)) and loss[-1] < loss[0], loss
+    for w in model.trainable_weights:
+        assert not np.array_equal(before[w.path], np.asarray(w.value)), w.path
+
+    potentials, mask = model(ids), ids != 0
+    # The implicit mask reaches the loss under JAX too: junk labels at padding are ignored.
+    junk = np.where(mask, tags, 5)
+    result = model.evaluate(ids, junk, verbose=0, return_dict=True)
+    nll = -np.asarray(crf_log_likelihood(potentials, tags, mask))
+    assert abs(result["loss"] - nll.sum() / mask.sum()) < 1e-4, (result, nll.sum() / mask.sum())
+    decoded, _ = jax.jit(crf_decode)(potentials, mask)
+    log_z = np.asarray(jax.jit(crf_log_partition)(potentials, mask))
+    p = np.asarray(potentials, "float64")
+    for b in range(4):
+        n = int(mask[b].sum())
+        scores = {
+            path: p[b, 0, 0, path[0]] + sum(p[b, t, path[t - 1], path[t]] for t in range(1, n))
+            for path in itertools.product(range(3), repeat=n)
+        }
+        best = max(scores, key=scores.get)
+        assert tuple(np.asarray(decoded)[b, :n]) == best
+        values = np.array(list(scores.values()))
+        assert abs(log_z[b] - (values.max() + np.log(np.exp(values - values.max()).sum()))) < 1e-4
+
+
+def _blocks():
+    """An encoder and a decoder block build, train and decode (cached, under jax.jit)."""
+    import jax
+
+    B, S, T, D, N, F = 2, 6, 5, 8, 2, 16
+    rng = np.random.default_rng(0)
+    source = rng.normal(size=(B, S, D)).astype("float32")
+    source_mask = np.array([[1, 1, 1, 1, 0, 0], [1] * S], bool)
+    target = rng.normal(size=(B, T, D)).astype("float32")
+
+    # A functional model: encoder block, decoder block (with its cross attention), a head.
+    source_in = keras.Input((S, D), name="source")
+    mask_in = keras.Input((S,), dtype="bool", name="source_mask")
+    target_in = keras.Input((T, D), name="target")
+    encoder = TransformerEncoderBlock(
+        N, F, normalize_first=True, activation="swiglu", name="encoder"
+    )
+    decoder = TransformerDecoderBlock(
+        N, F, attention_kwargs={"score": "cosine"}, dropout=0.1, name="decoder"
+    )
+    memory = encoder(source_in, padding_mask=mask_in)
+    hidden = decoder(target_in, memory, encoder_padding_mask=mask_in)
+    model = keras.Model([source_in, mask_in, target_in], keras.layers.Dense(3, name="head")(hidden))
+
+    # Forward pass.
+    inputs = [source, source_mask, target]
+    out = model(inputs)
+    assert isinstance(out, jax.Array), type(out)
+    assert out.shape == (B, T, 3) and np.all(np.isfinite(np.asarray(out)))
+
+    # One fit step: a finite loss, and every weight moves (but the cross-attention key
+    # bias, to which softmax is invariant).
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
+    before = {w.path: np.array(w.value) for w in model.trainable_weights}
+    labels = rng.normal(size=(B, T, 3)).astype("float32")
+    loss = model.fit(inputs, labels, batch_size=B, epochs=1, verbose=0).history["loss"][0]
+    assert np.isfinite(loss), loss
+    unchanged = [
+        w.path for w in model.trainable_weights
+        if np.array_equal(before[w.path], np.asarray(w.value))
+        and "cross_attention/key/bias" not in w.path
+    ]
+    assert not unchanged, unchanged
+
+    # Cached decoding, each step under jax.jit with a traced cache index, against the
+    # full causal pass.
+    memory = encoder(source, padding_mask=source_mask)
+    full = np.asarray(decoder(target, memory, encoder_padding_mask=source_mask))
+
+    @jax.jit
+    def step(token, self_cache, cross_cache, index):
+        return decoder(
+            token,
+            self_cache=self_cache,
+            cross_cache=cross_cache,
+            cache_index=index,
+            encoder_padding_mask=source_mask,
+        )
+
+    self_cache = decoder.init_self_cache(B, T + 1)
+    cross_cache = decoder.compute_cross_cache(memory)
+    for t in range(T):
+        y, self_cache, cross_cache = step(target[:, t : t + 1], self_cache, cross_cache, t)
+        np.testing.assert_allclose(np.asarray(y)[:, 0], full[:, t], atol=1e-5)
+
+    # Keras implicit masks (mask_zero=True) reach the attention under compiled predict too,
+    # where JAX tensors cannot carry a _keras_mask attribute.
+    ids = np.array([[3, 4, 5, 0, 0, 0], [6, 7, 8, 9, 1, 2]])
+    ids_in = keras.Input((S,), dtype="int32")
+    embedded = keras.layers.Embedding(10, D, mask_zero=True, name="embed")(ids_in)
+    implicit = keras.Model(ids_in, encoder(embedded))
+    explicit_in = keras.Input((S,), dtype="int32")
+    explicit_embedded = implicit.get_layer("embed")(explicit_in)
+    explicit = keras.Model(
+        explicit_in, encoder(explicit_embedded, padding_mask=ops.not_equal(explicit_in, 0))
+    )
+    real = ids != 0
+    np.testing.assert_allclose(
+        implicit.predict(ids, verbose=0)[real], explicit.predict(ids, verbose=0)[real], atol=1e-5
+    )
+
+
+PARTS = {
+    "local": _local,
+    "strided": _strided,
+    "global": _global,
+    "clustered": _clustered,
+    "sinkhorn": _sinkhorn,
+    "synthesizer": _synthesizer,
+    "linear-performer-linformer": _linear_performer_linformer,
+    "position": _position,
+    "crf": _crf,
+    "blocks": _blocks,
+}
+
+
+# ---------------------------------------------------------------- the one JAX process
+def run_parts():
+    """Run every part on the JAX backend; print its marker line, and never stop at a failure."""
+    assert keras.backend.backend() == "jax", keras.backend.backend()
+    fresh = {module: module.RNG.bit_generator.state for module in _MODULES_WITH_RNG}
+    for name, part in PARTS.items():
+        for module, state in fresh.items():
+            module.RNG.bit_generator.state = state
+        keras.backend.clear_session()
+        start = time.perf_counter()
+        try:
+            part()
+        except Exception as error:
+            print(f"FAILED {name}: {type(error).__name__}: {error}")
+            print(traceback.format_exc())
+        else:
+            print(f"ok {name} ({time.perf_counter() - start:.1f} s)")
+        print(f"end {name}", flush=True)
+
+
+@pytest.fixture(scope="module")
+def jax_output():
+    return run_on_jax("from tests.layers.test_layers_on_jax import run_parts\nrun_parts()\n")
+
+
+def _section(output, name):
+    """The lines that part ``name`` printed, its marker line first."""
+    lines = output.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith((f"ok {name} ", f"FAILED {name}:"))]
+    if not starts:
+        return []
+    end = lines.index(f"end {name}", starts[0])
+    return lines[starts[0] : end]
+
+
+@pytest.mark.parametrize("name", list(PARTS))
+def test_runs_on_jax(jax_output, name):
+    section = _section(jax_output, name)
+    assert section, f"part {name!r} printed no marker line:\n{jax_output}"
+    assert section[0].startswith(f"ok {name} "), "\n".join(section)
