@@ -7,13 +7,16 @@
   3. an eager call, with the expected output shape, and finite outputs;
   4. a symbolic call inside a functional model: same shapes, same outputs as eager;
   5. a `.keras` save, then `keras.models.load_model` in a *fresh subprocess* that imports
-     only zoo and keras, giving the same outputs;
+     only zoo and keras (forked from a server that has done those imports), giving the same
+     outputs;
   6. `mixed_bfloat16`: float32 variables, bfloat16 outputs, close to the float32 outputs;
   7. one `fit` step that changes every trainable weight.
 """
 
+import atexit
 import json
 import os
+import select
 import subprocess
 import sys
 import tempfile
@@ -67,38 +70,93 @@ def _relative_error(a, b):
     return np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-12)
 
 
-_LOAD_SCRIPT = textwrap.dedent(
+# A server that imports only zoo and keras, then forks one child per load: each load runs in
+# a process whose state is that of a fresh Python after `import keras, zoo`, without paying
+# for the imports (TensorFlow alone takes seconds) once per load. Fork is safe here: the
+# server never runs a TensorFlow op, so no runtime or thread pool exists before the fork.
+_LOADER_SCRIPT = textwrap.dedent(
     """
+    import json
+    import os
     import sys
+    import traceback
+
     import numpy as np
     import keras
     import zoo  # registers the zoo layers
-    model = keras.models.load_model(sys.argv[1])
-    data = np.load(sys.argv[2])
-    inputs = {name: data[name] for name in data.files}
-    outputs = model(inputs)
-    outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
-    np.savez(sys.argv[3], *[keras.ops.convert_to_numpy(keras.ops.cast(o, "float32")) for o in outputs])
+
+
+    def load(model_path, inputs_path, outputs_path):
+        model = keras.models.load_model(model_path)
+        data = np.load(inputs_path)
+        inputs = {name: data[name] for name in data.files}
+        outputs = model(inputs)
+        outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+        np.savez(
+            outputs_path,
+            *[keras.ops.convert_to_numpy(keras.ops.cast(o, "float32")) for o in outputs],
+        )
+
+
+    for line in sys.stdin:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:  # the child: its output goes to the request's log file
+            log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.dup2(log, 1)
+            os.dup2(log, 2)
+            try:
+                load(*request["args"])
+                code = 0
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status), flush=True)
     """
 )
+_loader = None
 
 
-def load_in_fresh_process(model_path, inputs):
-    """Load a `.keras` file in a new Python process and return its outputs on `inputs`."""
+def _loader_process():
+    """The running loader server, started on first use (and again if it died)."""
+    global _loader
+    if _loader is None or _loader.poll() is not None:
+        env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="3")
+        env.setdefault("KERAS_BACKEND", keras.backend.backend())
+        _loader = subprocess.Popen(
+            [sys.executable, "-c", _LOADER_SCRIPT],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
+        atexit.register(_loader.kill)
+    return _loader
+
+
+def load_in_fresh_process(model_path, inputs, timeout=300):
+    """Load a `.keras` file in a new process that has imported only zoo and keras (forked
+    from the loader server), and return its outputs on `inputs`."""
     folder = os.path.dirname(model_path)
     inputs_path = os.path.join(folder, "inputs.npz")
     outputs_path = os.path.join(folder, "outputs.npz")
+    log_path = os.path.join(folder, "load.log")
     np.savez(inputs_path, **inputs)
-    env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="3")
-    env.setdefault("KERAS_BACKEND", keras.backend.backend())
-    result = subprocess.run(
-        [sys.executable, "-c", _LOAD_SCRIPT, model_path, inputs_path, outputs_path],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert result.returncode == 0, f"load_model in a fresh process failed:\n{result.stderr[-4000:]}"
+    loader = _loader_process()
+    request = {"args": [model_path, inputs_path, outputs_path], "log": log_path}
+    loader.stdin.write(json.dumps(request) + "\n")
+    loader.stdin.flush()
+    ready, _, _ = select.select([loader.stdout], [], [], timeout)
+    reply = loader.stdout.readline() if ready else ""
+    if not reply:  # timed out, or the server died: start a new one next time
+        loader.kill()
+    log = open(log_path).read() if os.path.exists(log_path) else ""
+    assert reply.strip() == "0", f"load_model in a fresh process failed ({reply!r}):\n{log[-4000:]}"
     loaded = np.load(outputs_path)
     return [loaded[f"arr_{i}"] for i in range(len(loaded.files))]
 
