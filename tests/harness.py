@@ -363,7 +363,9 @@ def run_on_jax(script, timeout=600):
     """Run ``script`` in a fresh Python on Keras's JAX backend (CPU); return its stdout.
 
     Keras fixes its backend at import and the suite runs on TensorFlow, so a backend check
-    needs its own process. Fails the test, with the process's output, if the script fails.
+    needs its own process. Each process costs seconds of imports: add a layer's check to the
+    one process of tests/layers/test_layers_on_jax.py rather than start another. Fails the
+    test, with the process's output, if the script fails.
     """
     env = dict(
         os.environ,
