@@ -396,8 +396,20 @@ def sweep(variants, lengths, measure_one, rounds=1, log=print):
     return results, stops
 
 
+def _ratio(full, result, field, per_round):
+    """``full[field] / result[field]``; with figures from several rounds, the median of the
+    per-round ratios, so that a burst of load in one round (which hits every variant at that
+    N in that round) cancels instead of pairing one round's full figure with another's."""
+    ours, theirs = full.get(per_round), result.get(per_round)
+    if ours and theirs and len(ours) == len(theirs):
+        return statistics.median(a / max(b, 1e-12) for a, b in zip(ours, theirs))
+    return full[field] / max(result[field], 1e-12)
+
+
 def summary_at(results, variants, length=REFERENCE_LENGTH):
     """Per variant at N=``length``: time, memory, speedup and memory fractions against mha.
+
+    Speedup and resident fraction are medians of the per-round ratios (see :func:`_ratio`).
 
     Returns:
         ``{name: dict(seconds, peak_bytes, planned_bytes, speedup, memory_fraction,
@@ -417,8 +429,8 @@ def summary_at(results, variants, length=REFERENCE_LENGTH):
             row["seconds"], row["peak_bytes"] = result["seconds"], result["peak_bytes"]
             row["planned_bytes"] = result.get("planned_bytes")
             if full_ok:
-                row["speedup"] = full["seconds"] / result["seconds"]
-                row["memory_fraction"] = result["peak_bytes"] / max(full["peak_bytes"], 1)
+                row["speedup"] = _ratio(full, result, "seconds", "round_seconds")
+                row["memory_fraction"] = 1 / _ratio(full, result, "peak_bytes", "round_peaks")
                 if row["planned_bytes"] is not None and full.get("planned_bytes"):
                     row["planned_fraction"] = row["planned_bytes"] / full["planned_bytes"]
                 if variant_of(name) in LINEAR_TIME:
@@ -658,7 +670,8 @@ def main(argv=None):
             f"GiB resident-set cap, or ResourceExhaustedError), out of time ({args.time_cap:.0f} s "
             "per measurement) or fails; larger N are not run",
             "absolute times on this shared machine are noisy (other jobs share the 2 cores); "
-            "the ratios are the figure",
+            "the ratios are the figure; those at N=4096 are the medians of the per-round ratios "
+            "(full attention's and the variant's figures of the same round)",
             "picture: benchmarks/attention_scaling.png",
             code_state(),
         ] + [f"failure: {f}" for f in failures]

@@ -120,6 +120,21 @@ def test_the_verdict_uses_the_planned_memory_where_there_is_one():
     assert "| linear | O(N) | 100.0 | 10.0x | 0.0 | 0.050 | 0.0 | 0.200 | yes |" in lines
 
 
+def test_ratios_pair_the_figures_of_one_round():
+    n = scaling.REFERENCE_LENGTH
+    # Round 2 is loaded (everything twice as slow); the medians of the figures would pair
+    # mha's round-2 time with linear's round-1 time (2.0 / 0.1 = 20x); per round it is 10x.
+    results = {
+        ("mha", n): {"status": "ok", "seconds": 2.0, "round_seconds": [1.0, 2.0, 2.0],
+                     "peak_bytes": 1000, "round_peaks": [1000, 1000, 900]},
+        ("linear", n): {"status": "ok", "seconds": 0.1, "round_seconds": [0.1, 0.2, 0.1],
+                        "peak_bytes": 100, "round_peaks": [100, 100, 90]},
+    }
+    summary = scaling.summary_at(results, ["mha", "linear"])
+    assert summary["linear"]["speedup"] == pytest.approx(10.0)
+    assert summary["linear"]["memory_fraction"] == pytest.approx(0.1)
+
+
 def test_xla_planned_bytes_takes_the_largest_report(tmp_path):
     assert scaling.xla_planned_bytes(str(tmp_path / "missing")) is None
     for name, total in (("module_0000.step.cpu-memory-usage-report.txt", 1000),
