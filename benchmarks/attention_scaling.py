@@ -504,6 +504,24 @@ def tables(results, stops, variants, lengths):
     return lines
 
 
+def line_styles(variants):
+    """``{name: matplotlib line style}``, the same in every picture: full attention black and
+    thick, each registered variant its own colour in order (C0, C1 ...), and an extra row
+    ("performer:m=64") its variant's colour, dashed, dotted, then dash-dotted."""
+    styles, colours, extra = {}, {}, {}
+    for name in variants:
+        base = variant_of(name)
+        if name == FULL:
+            styles[name] = dict(linewidth=2.5, color="black")
+            continue
+        colours.setdefault(base, f"C{len(colours) % 10}")
+        styles[name] = dict(linewidth=1.3, color=colours[base])
+        if name != base:
+            extra[base] = extra.get(base, -1) + 1
+            styles[name]["linestyle"] = ("--", ":", "-.")[extra[base] % 3]
+    return styles
+
+
 def plot(results, stops, variants, lengths, path):
     """Log-log time and memory against N, one line per variant; a cross where it stopped."""
     import matplotlib
@@ -520,11 +538,10 @@ def plot(results, stops, variants, lengths, path):
         panels.pop(1)  # XLA off: no plan
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 5))
     stop_rows = {ax: 0 for ax in axes}
+    styles = line_styles(variants)
     for name in variants:
         ok = [n for n in lengths if results.get((name, n), {}).get("status") == "ok"]
-        style = dict(linewidth=2.5, color="black") if name == FULL else dict(linewidth=1.3)
-        if ":" in name:
-            style["linestyle"] = "--"  # another setting of a variant drawn above
+        style = styles[name]
         for ax, (field, scale, _, _) in zip(axes, panels):
             ok_here = [n for n in ok if results[(name, n)].get(field) is not None]
             values = [max(results[(name, n)][field] * scale, 1e-3) for n in ok_here]

@@ -50,11 +50,11 @@ import numpy as np  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from attention_scaling import (  # noqa: E402
-    FULL,
     SETTINGS,
     add_run_arguments,
     attention_kwargs,
     code_state,
+    line_styles,
     replace_results_section,
     resolve_run,
     variant_of,
@@ -227,9 +227,9 @@ def plot(results, variants, path, chance):
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(12.5, 4.4))
-    others = iter(f"C{i}" for i in range(10))  # the colours of attention_scaling.png
+    styles = line_styles(variants)  # the colours of attention_scaling.png
     for name in variants:
-        color = "black" if name == FULL else next(others)
+        color = styles[name]["color"]
         r = results[name]
         if "error" in r:
             continue
@@ -238,7 +238,7 @@ def plot(results, variants, path, chance):
             left.annotate(name, (r["seconds_per_step"] * 1000, r["accuracy"]), fontsize=8,
                           xytext=(5, 3), textcoords="offset points")
         seconds, scores = zip(*r["curve"])
-        right.plot(seconds, scores, marker=".", label=name, color=color)
+        right.plot(seconds, scores, marker=".", label=name, **styles[name])
     for ax in (left, right):
         ax.axhline(chance, color="grey", linestyle="--", linewidth=1)
         ax.set_ylim(0, 1.02)

@@ -152,6 +152,16 @@ def test_an_extra_row_builds_its_variant_at_its_settings():
         "projected_length": 128, "max_length": 512}
 
 
+def test_an_extra_row_takes_its_variants_colour_with_its_own_dashes():
+    styles = scaling.line_styles(["mha", "local", "performer", "performer:m=128",
+                                  "performer:m=64", "linear"])
+    assert styles["mha"]["color"] == "black"
+    assert [styles[n]["color"] for n in ("local", "performer", "linear")] == ["C0", "C1", "C2"]
+    assert styles["performer:m=128"]["color"] == styles["performer:m=64"]["color"] == "C1"
+    assert "linestyle" not in styles["performer"]
+    assert styles["performer:m=128"]["linestyle"] != styles["performer:m=64"]["linestyle"]
+
+
 def test_settings_put_the_length_where_asked():
     assert scaling.attention_kwargs("linformer", 2048)["max_length"] == 2048
     assert scaling.attention_kwargs("local", 2048) == {"window": 128}
