@@ -396,14 +396,14 @@ def sweep(variants, lengths, measure_one, rounds=1, log=print):
     return results, stops
 
 
-def _ratio(full, result, field, per_round):
-    """``full[field] / result[field]``; with figures from several rounds, the median of the
-    per-round ratios, so that a burst of load in one round (which hits every variant at that
-    N in that round) cancels instead of pairing one round's full figure with another's."""
-    ours, theirs = full.get(per_round), result.get(per_round)
-    if ours and theirs and len(ours) == len(theirs):
-        return statistics.median(a / max(b, 1e-12) for a, b in zip(ours, theirs))
-    return full[field] / max(result[field], 1e-12)
+def _ratio(numerator, denominator, field, per_round):
+    """``numerator[field] / denominator[field]``; with figures from several rounds, the median
+    of the per-round ratios, so that a burst of load in one round (which hits every variant at
+    that N in that round) cancels instead of pairing one round's figure with another's."""
+    tops, bottoms = numerator.get(per_round), denominator.get(per_round)
+    if tops and bottoms and len(tops) == len(bottoms):
+        return statistics.median(a / max(b, 1e-12) for a, b in zip(tops, bottoms))
+    return numerator[field] / max(denominator[field], 1e-12)
 
 
 def summary_at(results, variants, length=REFERENCE_LENGTH):
@@ -430,7 +430,7 @@ def summary_at(results, variants, length=REFERENCE_LENGTH):
             row["planned_bytes"] = result.get("planned_bytes")
             if full_ok:
                 row["speedup"] = _ratio(full, result, "seconds", "round_seconds")
-                row["memory_fraction"] = 1 / _ratio(full, result, "peak_bytes", "round_peaks")
+                row["memory_fraction"] = _ratio(result, full, "peak_bytes", "round_peaks")
                 if row["planned_bytes"] is not None and full.get("planned_bytes"):
                     row["planned_fraction"] = row["planned_bytes"] / full["planned_bytes"]
                 if variant_of(name) in LINEAR_TIME:
