@@ -1,0 +1,22 @@
+"""The file names of a workdir and of an exported folder, defined once.
+
+A workdir (``zoo train``) and an export folder (``zoo export``) share the inference files: the
+model (:data:`MODEL_FILE`) and the task's vocabulary (:data:`SENTENCEPIECE_FILE` for the
+translators, :data:`TAGGER_VOCABULARY_FILE` for the tagger). A workdir adds the training state;
+an export folder adds the serving SavedModel (:data:`SERVING_DIR`).
+"""
+
+MODEL_FILE = "model.keras"  # the trained (or exported) model
+CONFIG_FILE = "config.json"  # the model config a workdir was trained with
+SENTENCEPIECE_PREFIX = "sentencepiece"  # the translators' joint vocabulary, without its suffix
+SENTENCEPIECE_FILE = SENTENCEPIECE_PREFIX + ".model"
+TAGGER_VOCABULARY_FILE = "vocabulary.json"  # the tagger's word, character and XPOS vocabularies
+SERVING_DIR = "serving"  # the SavedModel of an export folder: text in, text out
+
+# Training state in a workdir.
+CHECKPOINT_FILE = "checkpoint.keras"  # the model after the last finished epoch
+BEST_FILE = "best.keras"  # the best validation epoch so far (tasks that keep it)
+BACKUP_DIR = "backup"  # BackupAndRestore state: rerunning the same command resumes
+LOGS_DIR = "logs"  # TensorBoard
+HISTORY_FILE = "history.csv"  # the metrics of every epoch
+EVAL_DIR = "eval"  # `zoo evaluate` writes its scores and outputs here by default
