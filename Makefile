@@ -3,6 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
 
 .PHONY: demo test bench notebooks clean
 
@@ -11,6 +12,12 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q -c constraints.txt -e ".[test]"
 	touch $(STAMP)
 
+# The benchmarks' peers (keras-hub) are an extra: zoo itself never imports them.
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[test,bench]"
+	touch $(BENCH_STAMP)
+
+# On both cores (pytest-xdist; see addopts in pyproject.toml).
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
@@ -24,7 +31,7 @@ demo: $(STAMP)
 	$(BIN)/zoo export translator --workdir $(DEMO) --output saved_models/demo-translator-tiny
 	$(BIN)/python zoo/export/compare.py saved_models/demo-translator-tiny saved_models/translator-en-de
 
-bench: $(STAMP)
+bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/train_step.py
 	$(BIN)/python benchmarks/decode.py
 

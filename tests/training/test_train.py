@@ -11,6 +11,7 @@ from zoo.data import load_multi30k
 from zoo.models.translator import get_config
 from zoo.training import train
 
+TASK = "translator"
 PAIRS = load_multi30k("train")[:1500]
 VAL = load_multi30k("val")[:60]
 CONFIG = get_config("tiny", vocab_size=400, epochs=2, batch_tokens=1024, max_length=32)
@@ -29,7 +30,7 @@ class CrashAtEpoch(keras.callbacks.Callback):
 def test_train_writes_the_workdir_and_resumes_after_a_crash(tmp_path):
     workdir = str(tmp_path / "run")
     with pytest.raises(RuntimeError, match="simulated crash"):
-        train(CONFIG, workdir, train_pairs=PAIRS, val_pairs=VAL, bleu_sample_size=0,
+        train(TASK, CONFIG, workdir, train_data=PAIRS, validation_data=VAL, bleu_sample_size=0,
               callbacks=[CrashAtEpoch(1)], verbose=0)
     for name in ("config.json", "sentencepiece.model", "checkpoint.keras", "backup", "logs"):
         assert os.path.exists(os.path.join(workdir, name)), name
@@ -37,8 +38,8 @@ def test_train_writes_the_workdir_and_resumes_after_a_crash(tmp_path):
         assert json.load(f)["vocab_size"] == 400
 
     # The same command again resumes: only the second epoch is left to run.
-    model, history, tokenizer = train(CONFIG, workdir, train_pairs=PAIRS, val_pairs=VAL,
-                                      bleu_sample_size=0, verbose=0)
+    model, history, tokenizer = train(TASK, CONFIG, workdir, train_data=PAIRS,
+                                      validation_data=VAL, bleu_sample_size=0, verbose=0)
     assert history.epoch == [1]
     assert np.isfinite(history.history["loss"][0])
     assert os.path.exists(os.path.join(workdir, "model.keras"))
@@ -46,20 +47,20 @@ def test_train_writes_the_workdir_and_resumes_after_a_crash(tmp_path):
 
     # Resuming with another model is refused, naming the fields; training longer is not.
     with pytest.raises(ValueError, match=r"d_model"):
-        train(get_config("tiny", vocab_size=400, d_model=48), workdir, train_pairs=PAIRS,
-              val_pairs=VAL, verbose=0)
+        train(TASK, get_config("tiny", vocab_size=400, d_model=48), workdir, train_data=PAIRS,
+              validation_data=VAL, verbose=0)
 
 
 def test_train_rejects_a_non_config(tmp_path):
     with pytest.raises(TypeError, match="TranslatorConfig"):
-        train({"d_model": 8}, str(tmp_path))
+        train(TASK, {"d_model": 8}, str(tmp_path))
 
 
 def test_mixed_precision_training_and_validation_bleu(tmp_path):
     import keras
 
     model, history, _ = train(
-        CONFIG, str(tmp_path / "mixed"), train_pairs=PAIRS[:400], val_pairs=VAL,
+        TASK, CONFIG, str(tmp_path / "mixed"), train_data=PAIRS[:400], validation_data=VAL,
         mixed_precision=True, bleu_sample_size=8, verbose=0,
     )
     assert keras.config.dtype_policy().name == "float32"  # the global policy is restored

@@ -1,4 +1,4 @@
-"""train_tagger() end to end at tiny size: the workdir, best-dev selection, resume, XPOS."""
+"""train() of the tagger task end to end at tiny size: the workdir, best-dev selection, resume, XPOS."""
 
 import csv
 import json
@@ -10,7 +10,7 @@ import pytest
 
 from zoo.data import load_ud_english_ewt
 from zoo.models.tagger import get_config
-from zoo.training import train_tagger
+from zoo.training import train
 from zoo.training.callbacks import BestCheckpoint
 
 TRAIN = load_ud_english_ewt("train")[:200]
@@ -29,8 +29,8 @@ class CrashAtEpoch(keras.callbacks.Callback):
 
 
 def _run(workdir, config=CONFIG, **kwargs):
-    return train_tagger(config, workdir, train_sentences=TRAIN, dev_sentences=DEV, verbose=0,
-                        **kwargs)
+    return train("tagger", config, workdir, train_data=TRAIN, validation_data=DEV, verbose=0,
+                 **kwargs)
 
 
 def test_train_resumes_after_a_crash_trains_longer_and_keeps_the_best_dev_epoch(tmp_path):
@@ -88,9 +88,9 @@ def test_xpos_head_softmax_and_weight_averaging(tmp_path):
         "tiny", epochs=1, num_xpos_tags=1, use_crf=False, label_smoothing=0.1, ema_momentum=0.9
     )
     # Dev sentences from the training set: 200 sentences do not have every XPOS tag of dev.
-    model, history, vocabulary = train_tagger(
-        config, str(tmp_path / "xpos"), strategy="one_device", train_sentences=TRAIN,
-        dev_sentences=TRAIN[:40], verbose=0,
+    model, history, vocabulary = train(
+        "tagger", config, str(tmp_path / "xpos"), strategy="one_device", train_data=TRAIN,
+        validation_data=TRAIN[:40], verbose=0,
     )
     assert model.output["xpos"].shape[-1] == vocabulary.num_xpos_tags > 30
     assert {"val_upos_accuracy", "val_xpos_accuracy"} <= set(history.history)
@@ -106,4 +106,4 @@ def test_xpos_head_softmax_and_weight_averaging(tmp_path):
 
 def test_train_tagger_rejects_a_non_config(tmp_path):
     with pytest.raises(TypeError, match="TaggerConfig"):
-        train_tagger({"d_model": 8}, str(tmp_path))
+        train("tagger", {"d_model": 8}, str(tmp_path))

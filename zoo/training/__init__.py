@@ -1,21 +1,18 @@
-"""zoo.training: losses, schedules, the distribution strategy, callbacks and train()."""
+"""zoo.training: losses, schedules, the optimizer, the distribution strategy, callbacks and train()."""
 
 from zoo.training.callbacks import TimeLimit
 from zoo.training.losses import MaskedSparseCrossEntropy
+from zoo.training.optimizer import make_optimizer
 from zoo.training.schedules import InverseSquareRootSchedule
 from zoo.training.strategy import STRATEGIES, get_strategy
-from zoo.training.train import compile_translator, prepare_vocabulary, train
-from zoo.training.train_tagger import compile_tagger, train_tagger
+from zoo.training.train import train
 
 __all__ = [
     "InverseSquareRootSchedule",
     "MaskedSparseCrossEntropy",
     "STRATEGIES",
     "TimeLimit",
-    "compile_tagger",
-    "compile_translator",
     "get_strategy",
-    "prepare_vocabulary",
+    "make_optimizer",
     "train",
-    "train_tagger",
 ]

@@ -1,26 +1,39 @@
-"""Training: ``train(config, workdir)``, importable from notebooks and tests; the CLI only parses."""
+"""``train(task, config, workdir)``: the one run path of every task; the CLI only parses.
+
+``train()`` owns the workdir, the config guard, the strategy, the dtype policy, ``fit``, the
+callbacks and the save. What differs between models (data, vocabulary, model, compile spec,
+validation metrics, which epoch is kept) comes from the task (:mod:`zoo.tasks`), so that a new
+task never changes this file.
+"""
 
 import contextlib
 import dataclasses
 import json
 import os
+import warnings
 
 import keras
 
-from zoo.data import SentencePieceTokenizer, load_multi30k, make_translation_dataset, train_sentencepiece
-from zoo.models.translator import TranslatorConfig, build_translator
-from zoo.training.callbacks import TimeLimit, ValidationBleu
-from zoo.training.losses import MaskedSparseCrossEntropy
-from zoo.training.schedules import InverseSquareRootSchedule
+from zoo.artifacts import (
+    BACKUP_DIR,
+    BEST_FILE,
+    CHECKPOINT_FILE,
+    CONFIG_FILE,
+    HISTORY_FILE,
+    LOGS_DIR,
+    MODEL_FILE,
+)
+from zoo.training.callbacks import BestCheckpoint, TimeLimit
 from zoo.training.strategy import get_strategy
 
-VOCAB_PREFIX = "sentencepiece"
+__all__ = ["check_config", "standard_callbacks", "train", "training_dtype_policy"]
+
 _RESUMABLE_FIELDS = ("epochs",)
 
 
 def check_config(config, workdir):
     """Save the config in the workdir; refuse to resume a workdir made with another config."""
-    path = os.path.join(workdir, "config.json")
+    path = os.path.join(workdir, CONFIG_FILE)
     fields = dataclasses.asdict(config)
     if os.path.exists(path):
         with open(path) as f:
@@ -52,148 +65,118 @@ def training_dtype_policy(mixed_precision):
         keras.config.set_dtype_policy(previous_policy)
 
 
-def standard_callbacks(workdir, time_limit=None, extra=(), ema=False):
-    """The callbacks of every zoo training run, then ``extra``.
+def standard_callbacks(workdir, time_limit=None, metrics=(), extra=(), ema=False):
+    """The callbacks of every zoo training run, in the order that makes each one see the rest.
 
     BackupAndRestore state in ``backup/`` (rerunning the same command resumes from the last
-    finished epoch; with more epochs, a finished run trains on), ``checkpoint.keras`` after
-    every epoch, TensorBoard logs in ``logs/``, the metrics of every epoch in ``history.csv``,
-    and a :class:`TimeLimit` when ``time_limit`` (seconds) is set. With ``ema`` (an optimizer
-    with ``use_ema``), validation, ``checkpoint.keras`` and the ``extra`` callbacks see the
-    averaged weights; the backup keeps the raw ones, so that a resumed run goes on exactly.
+    finished epoch; with more epochs, a finished run trains on); with ``ema`` the swap to the
+    averaged weights; the ``metrics`` callbacks, which add to the epoch logs; then
+    ``checkpoint.keras`` after every epoch, TensorBoard logs in ``logs/``, every epoch's
+    metrics in ``history.csv``, the ``extra`` callbacks, and a :class:`TimeLimit` when
+    ``time_limit`` (seconds) is set. With ``ema`` (an optimizer with ``use_ema``), validation,
+    the metrics, ``checkpoint.keras`` and the ``extra`` callbacks see the averaged weights;
+    the backup keeps the raw ones, so that a resumed run goes on exactly.
     """
     callbacks = [
         # Kept after the last epoch, so that a longer rerun (more --epochs) goes on from there.
-        keras.callbacks.BackupAndRestore(os.path.join(workdir, "backup"), delete_checkpoint=False),
-        keras.callbacks.ModelCheckpoint(os.path.join(workdir, "checkpoint.keras")),
-        keras.callbacks.TensorBoard(os.path.join(workdir, "logs")),
-        keras.callbacks.CSVLogger(os.path.join(workdir, "history.csv"), append=True),
+        keras.callbacks.BackupAndRestore(os.path.join(workdir, BACKUP_DIR), delete_checkpoint=False),
+        *([keras.callbacks.SwapEMAWeights(swap_on_epoch=True)] if ema else []),
+        *metrics,
+        keras.callbacks.ModelCheckpoint(os.path.join(workdir, CHECKPOINT_FILE)),
+        keras.callbacks.TensorBoard(os.path.join(workdir, LOGS_DIR)),
+        keras.callbacks.CSVLogger(os.path.join(workdir, HISTORY_FILE), append=True),
         *extra,
     ]
-    if ema:
-        # After the backup, before the checkpoints: the weights are swapped at each epoch's end.
-        callbacks.insert(1, keras.callbacks.SwapEMAWeights(swap_on_epoch=True))
     if time_limit:
         callbacks.append(TimeLimit(time_limit))
     return callbacks
 
 
-def prepare_vocabulary(config, workdir, pairs):
-    """Learn (once) the joint SentencePiece model of the workdir; return its path."""
-    path = os.path.join(workdir, VOCAB_PREFIX + ".model")
-    if not os.path.exists(path):
-        texts = [text for pair in pairs for text in pair][: config.vocab_sample_size]
-        train_sentencepiece(texts, os.path.join(workdir, VOCAB_PREFIX), vocab_size=config.vocab_size)
-    return path
-
-
-def make_optimizer(config):
-    """AdamW with the inverse-sqrt warm-up schedule and gradient clipping, from ``config``.
-
-    Reads ``learning_rate`` (the peak), ``warmup_steps``, ``weight_decay``, ``clipnorm`` and,
-    where the config has it, ``ema_momentum`` (nonzero: keep an exponential moving average of
-    the weights; :func:`standard_callbacks` then evaluates and checkpoints the average).
-    """
-    ema_momentum = getattr(config, "ema_momentum", 0.0)
-    optimizer = keras.optimizers.AdamW(
-        learning_rate=InverseSquareRootSchedule(config.learning_rate, config.warmup_steps),
-        weight_decay=config.weight_decay,
-        clipnorm=config.clipnorm,
-        beta_2=0.98,
-        use_ema=bool(ema_momentum),
-        ema_momentum=ema_momentum or 0.99,
-    )
-    # No decay on norms, biases and embeddings.
-    optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias", "embeddings"])
-    return optimizer
-
-
-def compile_translator(model, config, jit_compile=False):
-    """:func:`make_optimizer` and label-smoothed masked cross entropy."""
-    model.compile(
-        optimizer=make_optimizer(config),
-        loss=MaskedSparseCrossEntropy(label_smoothing=config.label_smoothing),
-        metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-        jit_compile=jit_compile,
-    )
-    return model
-
-
 def train(
+    task,
     config,
     workdir,
     strategy="auto",
     jit_compile=False,
     mixed_precision=False,
     time_limit=None,
-    train_pairs=None,
-    val_pairs=None,
+    train_data=None,
+    validation_data=None,
     callbacks=(),
-    bleu_sample_size=200,
     verbose="auto",
+    **task_options,
 ):
-    """Train a translator with Keras ``fit``; resumable after a crash.
+    """Train the model of ``task`` with Keras ``fit``; resumable after a crash.
 
-    The workdir receives ``config.json``, the SentencePiece model, ``checkpoint.keras``
-    (after every epoch), ``backup/`` (BackupAndRestore state: rerunning the same command
-    resumes from the last finished epoch), ``logs/`` (TensorBoard) and finally
-    ``model.keras``.
+    The workdir receives ``config.json`` (the config, with what the vocabulary fixes), the
+    task's vocabulary, ``checkpoint.keras`` (after every epoch), ``backup/``
+    (BackupAndRestore state: rerunning the same command resumes from the last finished epoch;
+    with more epochs it trains on), ``logs/`` (TensorBoard), ``history.csv`` and finally
+    ``model.keras``. A task with a best metric (the tagger) also keeps ``best.keras``, the
+    best validation epoch so far, and ``model.keras`` is that epoch.
 
     Args:
-        config: a ``TranslatorConfig``.
+        task: a :class:`zoo.tasks.Task` or its name (``"translator"``, ``"tagger"``).
+        config: the task's config (``task.config_class``).
         workdir: the folder of this run (created if missing).
         strategy: a name for ``zoo.training.strategy.get_strategy``.
-        jit_compile: compile the train step with XLA.
+        jit_compile: compile the train step with XLA (batches are then padded to their
+            bucket's bound, so that XLA compiles few shapes).
         mixed_precision: train under ``mixed_bfloat16``.
         time_limit: stop after this many seconds (the model is still saved).
-        train_pairs, val_pairs: (source, target) string pairs; Multi30k En->De by default.
+        train_data, validation_data: the task's examples (translation pairs, tagged
+            sentences); the task's bundled splits by default.
         callbacks: more Keras callbacks.
-        bleu_sample_size: validation pairs greedy-decoded after each epoch for ``val_bleu``
-            (0 turns it off).
         verbose: ``fit``'s verbosity; "auto" shows the progress bar.
+        **task_options: the task's own options (the translator's ``bleu_sample_size``).
 
     Returns:
-        ``(model, history, tokenizer)``.
+        ``(model, history, vocabulary)``.
+
+    Example:
+        >>> from zoo.tasks import get_task
+        >>> task = get_task("translator")
+        >>> config = task.get_config("tiny", vocab_size=400, epochs=1)
+        >>> model, history, tokenizer = train(  # doctest: +SKIP
+        ...     task, config, "workdirs/doc", train_data=task.load_data("val")[:500])
     """
-    if not isinstance(config, TranslatorConfig):
-        raise TypeError(f"config must be a TranslatorConfig, got {type(config).__name__}.")
+    from zoo.tasks import get_task  # the tasks import zoo.training, not the reverse
+
+    task = get_task(task)
+    task.check_config(config)
     os.makedirs(workdir, exist_ok=True)
+    if train_data is None:
+        train_data = task.load_data(task.train_split)
+    if validation_data is None:
+        validation_data = task.load_data(task.validation_split)
+    vocabulary = task.prepare_vocabulary(config, workdir, train_data, verbose=bool(verbose))
+    config = task.resolve_config(config, vocabulary)
     check_config(config, workdir)
-    train_pairs = load_multi30k("train") if train_pairs is None else train_pairs
-    val_pairs = load_multi30k("val") if val_pairs is None else val_pairs
-    tokenizer = SentencePieceTokenizer(prepare_vocabulary(config, workdir, train_pairs))
-    if tokenizer.vocab_size != config.vocab_size:
-        raise ValueError(
-            f"The vocabulary in {workdir} has {tokenizer.vocab_size} pieces, the config says "
-            f"{config.vocab_size}."
-        )
+    metrics = task.metric_callbacks(config, vocabulary, validation_data, **task_options)
+    extra = list(callbacks)
+    best_path = os.path.join(workdir, BEST_FILE)
+    monitor = task.best_metric(config)
+    if monitor:
+        extra.insert(0, BestCheckpoint(best_path, monitor))
 
-    def dataset(pairs, shuffle):
-        return make_translation_dataset(
-            pairs,
-            tokenizer,
-            batch_tokens=config.batch_tokens,
-            max_length=config.max_length,
-            shuffle=shuffle,
-            seed=0,
-            pad_to_bucket=jit_compile,  # few distinct shapes, so XLA compiles few programs
-        )
-
-    with training_dtype_policy(mixed_precision):
+    with training_dtype_policy(mixed_precision), warnings.catch_warnings():
+        # fit's notes on a tf.data input, which is shuffled by the task and ends each epoch.
+        warnings.filterwarnings("ignore", message=".*shuffle=True. was passed")
+        warnings.filterwarnings("ignore", message="Your input ran out of data")
         with get_strategy(strategy).scope():
-            model = compile_translator(build_translator(config), config, jit_compile)
-        all_callbacks = standard_callbacks(workdir, time_limit, callbacks)
-        if bleu_sample_size:
-            # First, so that the callbacks after it (TensorBoard, History) log val_bleu.
-            all_callbacks.insert(
-                0, ValidationBleu(tokenizer, val_pairs, bleu_sample_size, config.max_length)
-            )
+            model = task.compile_model(task.build_model(config), config, jit_compile)
         history = model.fit(
-            dataset(train_pairs, shuffle=True),
-            validation_data=dataset(val_pairs, shuffle=False),
+            task.dataset(config, vocabulary, train_data, training=True, jit_compile=jit_compile),
+            validation_data=task.dataset(
+                config, vocabulary, validation_data, training=False, jit_compile=jit_compile
+            ),
             epochs=config.epochs,
-            callbacks=all_callbacks,
+            callbacks=standard_callbacks(
+                workdir, time_limit, metrics, extra, ema=task.uses_ema(config)
+            ),
             verbose=verbose,
         )
-    model.save(os.path.join(workdir, "model.keras"))
-    return model, history, tokenizer
+    if monitor and os.path.exists(best_path):
+        model.load_weights(best_path)
+    model.save(os.path.join(workdir, MODEL_FILE))
+    return model, history, vocabulary

@@ -1,0 +1,91 @@
+"""zoo.tasks: one file per kind of run, and the one loader of trained models.
+
+``TASKS`` maps a task's name to its :class:`Task`; ``zoo.training.train(task, config, workdir)``
+and the command line read nothing else. :func:`load` reads a workdir or an export folder and
+returns its task, model and vocabulary.
+"""
+
+import collections
+import os
+
+from zoo.artifacts import MODEL_FILE
+from zoo.tasks.tagging import TaggingTask
+from zoo.tasks.task import Task
+from zoo.tasks.translation import TranslationTask
+
+__all__ = ["TASKS", "Loaded", "Task", "get_task", "load"]
+
+TASKS = {task.name: task for task in (TranslationTask(), TaggingTask())}
+
+
+def get_task(task):
+    """The :class:`Task` of a name (``"translator"``, ``"tagger"``), or the task itself."""
+    if isinstance(task, Task):
+        return task
+    if task not in TASKS:
+        raise ValueError(f"Unknown task {task!r}; choose from {sorted(TASKS)}.")
+    return TASKS[task]
+
+
+Loaded = collections.namedtuple("Loaded", "task model vocabulary")
+
+
+def load(folder, task=None):
+    """The task, model and vocabulary of a workdir (``zoo train``) or an export folder.
+
+    The model's name says which task it belongs to. Every problem is a one-line error that
+    names the file: no folder, no model, a model that Keras cannot read (truncated, or not a
+    ``.keras`` file), a model of another task than ``task``, a missing or broken vocabulary.
+
+    Args:
+        folder: the workdir or export folder.
+        task: the task the caller expects (a name or a :class:`Task`), or None for any.
+
+    Returns:
+        A :class:`Loaded` ``(task, model, vocabulary)``; the model is not compiled.
+
+    Raises:
+        FileNotFoundError: no such folder, or no model or vocabulary in it.
+        ValueError: a file that cannot be read, or a model of another task.
+    """
+    import keras
+
+    import zoo  # noqa: F401  (registers the layers for load_model)
+
+    expected = None if task is None else get_task(task)
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"{folder}: no such folder")
+    path = os.path.join(folder, MODEL_FILE)
+    if not os.path.exists(path):
+        trainer = f"zoo train {expected.name}" if expected else "zoo train"
+        raise FileNotFoundError(f"no trained model at {path}: run `{trainer}` first")
+    try:
+        model = keras.models.load_model(path, compile=False)
+    except Exception as error:  # Keras's own messages do not name the file, or name it wrongly
+        reason = str(error).strip().splitlines()
+        raise ValueError(
+            f"{path} is not a readable .keras model ({reason[0] if reason else type(error).__name__}); "
+            "it may be truncated: train or export it again"
+        ) from error
+    if model.name not in TASKS:
+        raise ValueError(
+            f"{path} holds a model named {model.name!r}, which is no zoo task "
+            f"({', '.join(sorted(TASKS))})"
+        )
+    found = TASKS[model.name]
+    if expected is not None and found is not expected:
+        raise ValueError(f"{folder} holds a {found.name}, not a {expected.name}")
+    vocabulary_path = os.path.join(folder, found.vocabulary_file)
+    if not os.path.exists(vocabulary_path):
+        raise FileNotFoundError(
+            f"{vocabulary_path}: missing; the {found.name} needs its vocabulary beside the model"
+        )
+    try:
+        vocabulary = found.load_vocabulary(folder)
+    except Exception as error:
+        reason = str(error).strip().splitlines()
+        raise ValueError(
+            f"{vocabulary_path} cannot be read ({reason[0] if reason else type(error).__name__})"
+        ) from error
+    return Loaded(found, model, vocabulary)

@@ -1,0 +1,112 @@
+"""What a kind of run must say, so that one ``train()``, one loader and one command line serve it.
+
+A :class:`Task` is the seam between the generic run path and a model: ``zoo.training.train``
+owns the workdir, the config guard, the strategy, the dtype policy, ``fit``, the callbacks and
+the save; ``zoo.tasks.load`` reads a workdir or an export folder; ``zoo.cli`` runs the commands.
+A task says only what differs: its data, vocabulary, model, compile spec, evaluation, export and
+prediction. A new kind of run is a new subclass in a file of its own, added to
+``zoo.tasks.TASKS``; nothing else changes.
+"""
+
+from zoo.models.presets import from_presets
+
+__all__ = ["Task"]
+
+
+class Task:
+    """The hooks of one kind of run. Subclasses set the attributes and override the hooks.
+
+    Attributes:
+        name: the task's name on the command line; also the ``name`` of the Keras model that
+            :meth:`build_model` returns, which is how a saved model names its task.
+        config_class: the frozen dataclass of the model's config.
+        presets: ``{name: config}``.
+        vocabulary_file: the vocabulary's file name in a workdir and an export folder (from
+            :mod:`zoo.artifacts`).
+        train_split, validation_split: the splits ``train()`` reads by default.
+        evaluation_splits: the splits ``zoo evaluate`` scores by default.
+    """
+
+    name = None
+    config_class = None
+    presets = {}
+    vocabulary_file = None
+    train_split = "train"
+    validation_split = None
+    evaluation_splits = ()
+
+    def get_config(self, preset, **overrides):
+        """The named preset with any field overridden."""
+        return from_presets(self.presets, preset, self.name, **overrides)
+
+    def check_config(self, config):
+        if not isinstance(config, self.config_class):
+            raise TypeError(
+                f"config must be a {self.config_class.__name__}, got {type(config).__name__}."
+            )
+
+    # ------------------------------------------------------------ data and vocabulary
+    def load_data(self, split):
+        """The examples of a bundled split (pairs, sentences, ...)."""
+        raise NotImplementedError
+
+    def prepare_vocabulary(self, config, workdir, train_data, verbose=False):
+        """The workdir's vocabulary: made once from the training data, then read back.
+
+        With ``verbose``, a step that takes a while says so on stderr.
+        """
+        raise NotImplementedError
+
+    def load_vocabulary(self, folder):
+        """The vocabulary of a workdir or an export folder."""
+        raise NotImplementedError
+
+    def resolve_config(self, config, vocabulary):
+        """``config`` with what the vocabulary fixes; an error when they do not fit."""
+        return config
+
+    def dataset(self, config, vocabulary, data, training, jit_compile=False):
+        """A ``tf.data.Dataset`` of ``(inputs, labels)`` batches for ``fit``."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ model and training
+    def build_model(self, config):
+        raise NotImplementedError
+
+    def compile_model(self, model, config, jit_compile=False):
+        """Compile ``model`` with its optimizer, loss and metrics; return it."""
+        raise NotImplementedError
+
+    def metric_callbacks(self, config, vocabulary, validation_data, **options):
+        """Callbacks that add metrics to the epoch logs (so every later callback logs them).
+
+        ``options`` are the task's own keyword arguments of ``train()``; an unknown one is an
+        error, so that no option is silently ignored.
+        """
+        if options:
+            raise TypeError(f"The {self.name} task takes no options {sorted(options)}.")
+        return []
+
+    def best_metric(self, config):
+        """The validation metric whose best epoch is kept (None: keep the last epoch)."""
+        return None
+
+    def uses_ema(self, config):
+        """Whether the optimizer keeps a moving average of the weights (validated and kept)."""
+        return bool(getattr(config, "ema_momentum", 0.0))
+
+    # ------------------------------------------------------------ using a trained model
+    def evaluate(self, model, vocabulary, split, output_dir, verbose=False, **options):
+        """Score ``split``, write the outputs in ``output_dir``; return one line to print."""
+        raise NotImplementedError
+
+    def predict(self, model, vocabulary, lines, verbose=False, **options):
+        """The output line of each input line (a translation, ``word/TAG ...``)."""
+        raise NotImplementedError
+
+    def export(self, model, vocabulary, output_dir, verbose=False, **options):
+        """Write the model, its vocabulary and the serving SavedModel to ``output_dir``."""
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"<zoo task {self.name!r}>"

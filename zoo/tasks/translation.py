@@ -1,0 +1,122 @@
+"""The translation task: Multi30k En->De with the autoregressive translator.
+
+Vocabulary: a joint SentencePiece model learned from the training pairs. Data: token-budget
+batches with teacher forcing. Model: :func:`zoo.models.build_translator`, label-smoothed cross
+entropy. Evaluation: sacreBLEU on a Multi30k split. Export: ``model.keras``, the SentencePiece
+model and a strings-to-strings SavedModel.
+"""
+
+import os
+import sys
+
+import keras
+
+from zoo.artifacts import SENTENCEPIECE_FILE, SENTENCEPIECE_PREFIX
+from zoo.data import (
+    SentencePieceTokenizer,
+    load_multi30k,
+    make_translation_dataset,
+    train_sentencepiece,
+)
+from zoo.decoding import translate
+from zoo.evaluation.translation import evaluate_translator
+from zoo.export import export_translator
+from zoo.models.translator import PRESETS, TranslatorConfig, build_translator
+from zoo.tasks.task import Task
+from zoo.training.callbacks import ValidationBleu
+from zoo.training.losses import MaskedSparseCrossEntropy
+from zoo.training.optimizer import make_optimizer
+
+__all__ = ["TranslationTask"]
+
+
+class TranslationTask(Task):
+    """Train, evaluate, export and run a :func:`~zoo.models.build_translator` model.
+
+    ``train()`` options: ``bleu_sample_size`` (validation pairs greedy-decoded after each epoch
+    for ``val_bleu``; 0 turns it off). ``evaluate``/``predict`` options: ``method``,
+    ``beam_size`` (and the other arguments of :func:`zoo.decoding.translate`).
+    """
+
+    name = "translator"
+    config_class = TranslatorConfig
+    presets = PRESETS
+    vocabulary_file = SENTENCEPIECE_FILE
+    validation_split = "val"
+    evaluation_splits = ("val", "test2016")
+
+    def load_data(self, split):
+        return load_multi30k(split)
+
+    def prepare_vocabulary(self, config, workdir, train_data, verbose=False):
+        if not os.path.exists(os.path.join(workdir, SENTENCEPIECE_FILE)):
+            texts = [text for pair in train_data for text in pair][: config.vocab_sample_size]
+            if verbose:
+                print(
+                    f"learning a {config.vocab_size}-piece SentencePiece vocabulary from "
+                    f"{len(texts)} sentences", file=sys.stderr, flush=True,
+                )
+            train_sentencepiece(
+                texts, os.path.join(workdir, SENTENCEPIECE_PREFIX), vocab_size=config.vocab_size
+            )
+        return self.load_vocabulary(workdir)
+
+    def load_vocabulary(self, folder):
+        return SentencePieceTokenizer(os.path.join(folder, SENTENCEPIECE_FILE))
+
+    def resolve_config(self, config, vocabulary):
+        if vocabulary.vocab_size != config.vocab_size:
+            raise ValueError(
+                f"The vocabulary has {vocabulary.vocab_size} pieces, the config says "
+                f"vocab_size={config.vocab_size}."
+            )
+        return config
+
+    def dataset(self, config, vocabulary, data, training, jit_compile=False):
+        return make_translation_dataset(
+            data,
+            vocabulary,
+            batch_tokens=config.batch_tokens,
+            max_length=config.max_length,
+            shuffle=training,
+            seed=0,
+            pad_to_bucket=jit_compile,  # few distinct shapes, so XLA compiles few programs
+        )
+
+    def build_model(self, config):
+        return build_translator(config)
+
+    def compile_model(self, model, config, jit_compile=False):
+        """:func:`~zoo.training.make_optimizer` and label-smoothed masked cross entropy."""
+        model.compile(
+            optimizer=make_optimizer(config),
+            loss=MaskedSparseCrossEntropy(label_smoothing=config.label_smoothing),
+            metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+            jit_compile=jit_compile,
+        )
+        return model
+
+    def metric_callbacks(self, config, vocabulary, validation_data, bleu_sample_size=200):
+        if not bleu_sample_size:
+            return []
+        return [ValidationBleu(vocabulary, validation_data, bleu_sample_size, config.max_length)]
+
+    def evaluate(self, model, vocabulary, split, output_dir, verbose=False, method="beam",
+                 beam_size=5):
+        scores = evaluate_translator(
+            model, vocabulary, split, output_dir, method=method, beam_size=beam_size,
+            verbose=verbose,
+        )
+        return [
+            f"{split}: BLEU {scores['bleu']:.2f} ({scores['bleu_signature']}), "
+            f"lowercased BLEU {scores['bleu_lowercase']:.2f} "
+            f"({scores['bleu_lowercase_signature']}); hypotheses in {output_dir}"
+        ]
+
+    def predict(self, model, vocabulary, lines, verbose=False, method="beam", beam_size=4):
+        return translate(
+            model, vocabulary, lines, method=method, beam_size=beam_size, verbose=verbose
+        )
+
+    def export(self, model, vocabulary, output_dir, verbose=False, **options):
+        return export_translator(model, vocabulary, output_dir, **options)

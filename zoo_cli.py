@@ -1,0 +1,295 @@
+"""The ``zoo`` command: its arguments, parsed before anything heavy is imported.
+
+This module stands outside the ``zoo`` package on purpose: ``import zoo`` registers the layers
+with Keras, which imports TensorFlow (seconds), and ``zoo --help`` or a wrong argument must not
+wait for that. It holds the table of tasks (what each command takes for each task) and the
+error handling; the commands themselves are in :mod:`zoo.cli`.
+
+Every error a user can cause ends in one line on stderr that names the problem, and exit status
+2; ``--debug`` shows the traceback instead.
+"""
+
+import argparse
+import os
+import sys
+
+__all__ = ["TASKS", "CommandLineError", "main"]
+
+STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
+
+
+class CommandLineError(SystemExit):
+    """Exit with ``status`` after a one-line ``message`` (already printed on stderr)."""
+
+    def __init__(self, message, status=2):
+        super().__init__(status)
+        self.message = message
+
+    def __str__(self):
+        return self.message
+
+
+# ---------------------------------------------------------------- argument types
+def _number(kind, minimum, text):
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"{text} is less than {minimum}")
+    return value
+
+
+def positive_int(text):
+    return _number(int, 1, text)
+
+
+def count(text):
+    return _number(int, 0, text)
+
+
+def minutes(text):
+    value = _number(float, 0, text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("a time limit must be more than 0 minutes")
+    return value
+
+
+def flag(*names, **options):
+    """One task flag: ``argparse.add_argument``'s arguments. Unset flags stay unset, so the
+    task's own defaults (and the preset's values) apply."""
+    return names, {"default": argparse.SUPPRESS, **options}
+
+
+# ---------------------------------------------------------------- the table of tasks
+# What each command takes for each task. A new task is a new row (tests/test_cli.py checks the
+# presets and splits against zoo.tasks). Train flags named like a config field override the
+# preset; the other flags are the task's options (of train(), evaluate(), predict()).
+EPOCHS = flag("--epochs", type=positive_int, help="training epochs (default: the preset's)")
+BATCH_TOKENS = flag("--batch-tokens", type=positive_int, help="the token budget of a batch")
+MAX_LENGTH = flag("--max-length", type=positive_int, help="the longest sequence, in tokens")
+BEAM_SIZE = flag("--beam-size", type=positive_int, help="beams of --method beam")
+
+TASKS = {
+    "translator": {
+        "help": "the autoregressive En->De translator (Multi30k)",
+        "presets": ("tiny", "small", "base"),
+        "splits": ("train", "val", "test2016"),
+        "predict": "translate",
+        "train": (
+            EPOCHS, BATCH_TOKENS, MAX_LENGTH,
+            flag("--vocab-size", type=positive_int, help="SentencePiece pieces"),
+            flag("--bleu-sample", dest="bleu_sample_size", type=count,
+                 help="validation pairs decoded for BLEU after each epoch (default 200; 0: off)"),
+        ),
+        "evaluate": (
+            flag("--method", choices=("beam", "greedy"), help="search (default beam)"),
+            flag("--beam-size", type=positive_int, help="beams (default 5)"),
+        ),
+        "predict_flags": (
+            flag("--method", choices=("beam", "greedy", "sample"), help="search (default beam)"),
+            flag("--beam-size", type=positive_int, help="beams (default 4)"),
+        ),
+        "export": (),
+    },
+    "tagger": {
+        "help": "the UPOS tagger (UD English-EWT)",
+        "presets": ("tiny", "small"),
+        "splits": ("train", "dev", "test"),
+        "predict": "tag",
+        "train": (
+            EPOCHS, BATCH_TOKENS, MAX_LENGTH,
+            flag("--xpos", dest="num_xpos_tags", action="store_const", const=1,
+                 help="add an XPOS head"),
+        ),
+        "evaluate": (),
+        "predict_flags": (),
+        "export": (),
+    },
+}
+PREDICT_HELP = {
+    "translate": "translate sentences (arguments, or stdin one per line)",
+    "tag": "tag whitespace-tokenized sentences (arguments, or stdin one per line)",
+}
+
+
+# ---------------------------------------------------------------- the parser
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error: the problem and where the help is."""
+
+    def error(self, message):
+        raise _usage_error(f"{self.prog}: error: {message} (see {self.prog} --help)")
+
+
+def _usage_error(message):
+    print(message, file=sys.stderr)
+    return CommandLineError(message)
+
+
+def _add(parser, flags):
+    dests = []
+    for names, options in flags:
+        dests.append(parser.add_argument(*names, **options).dest)
+    return dests
+
+
+def _common():
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--seed", type=int, help="seed every random generator (reproducible runs)")
+    common.add_argument("--debug", action="store_true", help="show tracebacks")
+    return common
+
+
+def build_parser():
+    common = _common()
+    parser = _Parser(prog="zoo", description="zoo: transformer models in Keras, trained, "
+                     "evaluated, served.")
+    parser.add_argument("--version", action="version", version=f"zoo {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     parser_class=_Parser)
+
+    def per_task(name, help_text, build):
+        command = commands.add_parser(name, help=help_text, description=help_text)
+        tasks = command.add_subparsers(dest="task", required=True, metavar="TASK",
+                                       parser_class=_Parser)
+        for task, row in TASKS.items():
+            sub = tasks.add_parser(task, help=row["help"], parents=[common])
+            sub.set_defaults(task_options=build(sub, task, row))
+
+    def train(sub, task, row):
+        sub.add_argument("--workdir", required=True, help="the run's folder (resumes if it exists)")
+        sub.add_argument("--preset", default="small", choices=row["presets"])
+        sub.add_argument("--strategy", default="auto", choices=STRATEGIES)
+        sub.add_argument("--xla", action="store_true", help="compile the train step with XLA")
+        sub.add_argument("--mixed-precision", action="store_true", help="mixed_bfloat16")
+        sub.add_argument("--time-limit", type=minutes, help="stop after this many minutes")
+        return _add(sub, row["train"])
+
+    def evaluate(sub, task, row):
+        sub.add_argument("--workdir", required=True, help="a workdir or an export folder")
+        sub.add_argument("--splits", nargs="+", choices=row["splits"],
+                         help="default: the validation and test splits")
+        sub.add_argument("--output-dir", help="default: WORKDIR/eval")
+        return _add(sub, row["evaluate"])
+
+    def export(sub, task, row):
+        sub.add_argument("--workdir", required=True, help="a workdir")
+        sub.add_argument("--output", required=True, help="the export folder")
+        return _add(sub, row["export"])
+
+    per_task("train", "train a model", train)
+    per_task("evaluate", "score a trained model on its test data", evaluate)
+
+    # A predict verb serves every task whose row names it; each task keeps its own flags.
+    verbs = {task: row["predict"] for task, row in TASKS.items()}
+    for verb, help_text in PREDICT_HELP.items():
+        sub = commands.add_parser(verb, help=help_text, description=help_text, parents=[common])
+        sub.add_argument("sentences", nargs="*")
+        sub.add_argument("--workdir", required=True, help="a workdir or an export folder")
+        options, added = {}, set()
+        for task, row in TASKS.items():
+            if row["predict"] == verb:
+                options[task] = _add(argparse.ArgumentParser(add_help=False), row["predict_flags"])
+                for names, flag_options in row["predict_flags"]:
+                    if names not in added:  # two tasks of one verb may share a flag
+                        added.add(names)
+                        sub.add_argument(*names, **flag_options)
+        sub.set_defaults(predict_options=options, predict_verbs=verbs)
+
+    per_task("export", "write .keras, the vocabulary and a serving SavedModel", export)
+
+    bench = commands.add_parser("bench", help="run benchmarks/NAME.py", parents=[common])
+    bench.add_argument("name")
+    bench.add_argument("rest", nargs=argparse.REMAINDER)
+    return parser
+
+
+def _version():
+    from importlib import metadata
+
+    try:
+        return metadata.version("keras-zoo")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+# ---------------------------------------------------------------- running
+def main(argv=None):
+    """Run ``zoo`` with ``argv`` (default ``sys.argv[1:]``)."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        raise _usage_error(_unknown_flags(args, unknown))
+    try:
+        cli = _import_commands(quiet=not args.debug and "TF_CPP_MIN_LOG_LEVEL" not in os.environ)
+        cli.run(args)
+    except CommandLineError:
+        raise
+    except KeyboardInterrupt:
+        print("zoo: interrupted", file=sys.stderr)
+        raise CommandLineError("zoo: interrupted", status=130) from None
+    except (ValueError, OSError) as error:  # what a user's input or files cause
+        if args.debug:
+            raise
+        raise _usage_error(f"zoo {args.command}: error: {_one_line(error)}") from None
+    except Exception as error:
+        if args.debug:
+            raise
+        message = (
+            f"zoo {args.command}: internal error: {type(error).__name__}: {_one_line(error)} "
+            "(rerun with --debug for the traceback)"
+        )
+        print(message, file=sys.stderr)
+        raise CommandLineError(message, status=1) from None
+
+
+def _import_commands(quiet):
+    """``zoo.cli``, which imports TensorFlow; with ``quiet``, without its C++ log lines.
+
+    ``TF_CPP_MIN_LOG_LEVEL`` silences TensorFlow's own logging, but the CUDA probes of its
+    shared libraries write to stderr through absl before that setting is read, so stderr is
+    closed while they load. Python errors still surface: they are raised, not written.
+    """
+    if not quiet:
+        from zoo import cli
+
+        return cli
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        from zoo import cli
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+    return cli
+
+
+def _unknown_flags(args, unknown):
+    """A flag that this command does not take, and which task's it is, if any."""
+    where = " ".join(filter(None, ["zoo", args.command, getattr(args, "task", None)]))
+    name = unknown[0].split("=")[0]
+    owners = sorted(
+        task for task, row in TASKS.items()
+        for key in ("train", "evaluate", "predict_flags", "export")
+        if (key == args.command or (key == "predict_flags" and row["predict"] == args.command))
+        and any(name in names for names, _ in row[key])
+    )
+    if name.startswith("-") and owners:
+        return f"{where}: error: {name} applies to the {' and '.join(owners)} only"
+    return f"{where}: error: unrecognized arguments: {' '.join(unknown)} (see {where} --help)"
+
+
+def _one_line(error):
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    # A traced TensorFlow function's error starts "in user code:" and ends with the reason.
+    return lines[-1] if lines[0] == "in user code:" else lines[0]
+
+
+if __name__ == "__main__":
+    main()
