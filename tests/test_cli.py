@@ -1,15 +1,45 @@
-"""The command line, on the shipped tagger: `zoo tag`, and clear exits on a wrong workdir."""
+"""The command line as a user meets it: through the real `zoo` entry point, in subprocesses.
+
+Argument errors and `--help` must come back without a TensorFlow import; every error a user can
+cause ends in one line on stderr and exit status 2, never a traceback.
+"""
 
 import os
+import shutil
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
+import zoo_cli
 from tests.harness import REPO_ROOT
-from zoo.cli import main
+from zoo_cli import main
 
 SHIPPED_TAGGER = os.path.join(REPO_ROOT, "saved_models", "tagger-en-ewt")
+SHIPPED_TRANSLATOR = os.path.join(REPO_ROOT, "saved_models", "translator-en-de")
+ZOO = os.path.join(os.path.dirname(sys.executable), "zoo")  # the installed console script
 
 
+def zoo(*args, stdin=None):
+    """Run the real `zoo` command; return (exit status, stdout, stderr)."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run(
+        [ZOO, *args], capture_output=True, text=True, input=stdin, env=env, timeout=600
+    )
+    return result.returncode, result.stdout, result.stderr
+
+
+def assert_one_line_error(status, stderr, *words):
+    assert status == 2, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+
+
+# ---------------------------------------------------------------- moved from the old tests
 def test_tag_prints_word_slash_tag_per_sentence(capsys):
     main(["tag", "--workdir", SHIPPED_TAGGER, "I want to book a flight .", "She read a good book ."])
     lines = capsys.readouterr().out.splitlines()
@@ -24,3 +54,128 @@ def test_a_workdir_without_a_model_exits_with_a_message(tmp_path):
         main(["tag", "--workdir", str(tmp_path), "a b"])
     with pytest.raises(SystemExit, match="no trained model"):
         main(["evaluate", "tagger", "--workdir", str(tmp_path)])
+
+
+# ---------------------------------------------------------------- no TensorFlow for parsing
+_IMPORTS = textwrap.dedent(
+    """
+    import sys
+    import zoo_cli
+    try:
+        zoo_cli.main(sys.argv[1:])
+    except SystemExit:
+        pass
+    heavy = sorted({m.split(".")[0] for m in sys.modules} & {"tensorflow", "keras", "zoo", "jax"})
+    print("heavy:", heavy)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["train", "translator", "--help"],
+        ["train", "translator", "--preset", "huge", "--workdir", "w"],
+        ["evaluate", "tagger", "--workdir", "w", "--beam-size", "3"],
+    ],
+)
+def test_help_and_argument_errors_import_no_tensorflow(argv):
+    result = subprocess.run(
+        [sys.executable, "-c", _IMPORTS, *argv], capture_output=True, text=True, timeout=60
+    )
+    assert result.stdout.strip().splitlines()[-1] == "heavy: []", result.stdout + result.stderr
+
+
+def test_version():
+    status, out, err = zoo("--version")
+    assert status == 0 and out.strip() == f"zoo {zoo_cli._version()}", out + err
+
+
+# ---------------------------------------------------------------- one line, exit status 2
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["train", "translator", "--preset", "huge", "--workdir", "w"], ["--preset", "huge"]),
+        (["evaluate", "translator", "--workdir", "w", "--splits", "nope"], ["--splits", "nope"]),
+        (["train", "tagger", "--vocab-size", "5000", "--workdir", "w"],
+         ["--vocab-size", "translator only"]),
+        (["train", "tagger", "--bleu-sample", "5", "--workdir", "w"],
+         ["--bleu-sample", "translator only"]),
+        (["train", "translator", "--xpos", "--workdir", "w"], ["--xpos", "tagger only"]),
+        (["evaluate", "tagger", "--beam-size", "3", "--workdir", "w"],
+         ["--beam-size", "translator only"]),
+        (["train", "translator", "--epochs", "0", "--workdir", "w"], ["--epochs", "0"]),
+        (["train", "translator", "--time-limit", "soon", "--workdir", "w"],
+         ["--time-limit", "soon"]),
+        (["train", "gpt", "--workdir", "w"], ["gpt"]),
+        (["train", "translator"], ["--workdir"]),
+        (["fly"], ["fly"]),
+    ],
+)
+def test_bad_arguments_get_one_line_and_status_2(argv, words):
+    status, _, err = zoo(*argv)
+    assert_one_line_error(status, err, *words)
+
+
+def test_missing_and_corrupt_files_get_one_line(tmp_path):
+    status, _, err = zoo("translate", "--workdir", str(tmp_path / "nowhere"), "A dog.")
+    assert_one_line_error(status, err, "nowhere", "no such folder")
+
+    status, _, err = zoo("evaluate", "translator", "--workdir", str(tmp_path))
+    assert_one_line_error(status, err, "no trained model", "model.keras")
+
+    # A truncated model.keras: Keras alone would say "File not found" under a traceback.
+    truncated = tmp_path / "truncated"
+    truncated.mkdir()
+    with open(os.path.join(SHIPPED_TAGGER, "model.keras"), "rb") as f:
+        (truncated / "model.keras").write_bytes(f.read()[:50_000])
+    shutil.copy(os.path.join(SHIPPED_TAGGER, "vocabulary.json"), truncated)
+    status, _, err = zoo("tag", "--workdir", str(truncated), "A dog .")
+    assert_one_line_error(status, err, str(truncated / "model.keras"), "truncated")
+
+    # The right model with a broken vocabulary beside it.
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    shutil.copy(os.path.join(SHIPPED_TAGGER, "model.keras"), broken)
+    (broken / "vocabulary.json").write_text("{not json")
+    status, _, err = zoo("tag", "--workdir", str(broken), "A dog .")
+    assert_one_line_error(status, err, str(broken / "vocabulary.json"))
+
+
+def test_a_model_of_another_task_is_named(tmp_path):
+    status, _, err = zoo("tag", "--workdir", SHIPPED_TRANSLATOR, "A dog .")
+    assert_one_line_error(status, err, "holds a translator", "zoo translate")
+    status, _, err = zoo("translate", "--workdir", SHIPPED_TAGGER, "--beam-size", "2", "A dog .")
+    assert_one_line_error(status, err, "holds a tagger", "zoo tag")
+
+
+# ---------------------------------------------------------------- a real command
+def test_translate_is_quiet_seeded_and_shows_progress():
+    sentences = ["A dog runs in the snow.", "Two men are talking.", ""]
+    runs = [
+        zoo("translate", "--workdir", SHIPPED_TRANSLATOR, "--method", "sample", "--seed", "7",
+            *sentences)
+        for _ in range(2)
+    ]
+    (status, out, err), (_, again, _) = runs
+    assert status == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 3 and lines[2] == "" and all(lines[:2]), out
+    assert out == again  # --seed makes sampling reproducible
+    # No TensorFlow C++ log lines: only the progress bar, which ends at 3 sentences.
+    assert "cuda" not in err.lower() and "absl" not in err and "I0000" not in err, err
+    assert "3/3" in err, err
+
+
+def test_the_tables_of_the_command_line_match_the_tasks():
+    from zoo.data import MULTI30K_SPLITS, UD_ENGLISH_EWT_SPLITS
+    from zoo.tasks import TASKS
+    from zoo.training import STRATEGIES
+
+    assert set(zoo_cli.TASKS) == set(TASKS)
+    for name, task in TASKS.items():
+        assert set(zoo_cli.TASKS[name]["presets"]) == set(task.presets), name
+    assert set(zoo_cli.TASKS["translator"]["splits"]) == set(MULTI30K_SPLITS)
+    assert set(zoo_cli.TASKS["tagger"]["splits"]) == set(UD_ENGLISH_EWT_SPLITS)
+    assert zoo_cli.STRATEGIES == STRATEGIES
