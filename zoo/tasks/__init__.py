@@ -10,7 +10,7 @@ import os
 
 from zoo.artifacts import MODEL_FILE
 from zoo.tasks.tagging import TaggingTask
-from zoo.tasks.task import Task
+from zoo.tasks.task import Task, first_line
 from zoo.tasks.translation import TranslationTask
 
 __all__ = ["TASKS", "Loaded", "Task", "get_task", "load"]
@@ -63,10 +63,9 @@ def load(folder, task=None):
     try:
         model = keras.models.load_model(path, compile=False)
     except Exception as error:  # Keras's own messages do not name the file, or name it wrongly
-        reason = str(error).strip().splitlines()
         raise ValueError(
-            f"{path} is not a readable .keras model ({reason[0] if reason else type(error).__name__}); "
-            "it may be truncated: train or export it again"
+            f"{path} is not a readable .keras model ({first_line(error)}); it may be "
+            "truncated: train or export it again"
         ) from error
     if model.name not in TASKS:
         raise ValueError(
@@ -76,16 +75,5 @@ def load(folder, task=None):
     found = TASKS[model.name]
     if expected is not None and found is not expected:
         raise ValueError(f"{folder} holds a {found.name}, not a {expected.name}")
-    vocabulary_path = os.path.join(folder, found.vocabulary_file)
-    if not os.path.exists(vocabulary_path):
-        raise FileNotFoundError(
-            f"{vocabulary_path}: missing; the {found.name} needs its vocabulary beside the model"
-        )
-    try:
-        vocabulary = found.load_vocabulary(folder)
-    except Exception as error:
-        reason = str(error).strip().splitlines()
-        raise ValueError(
-            f"{vocabulary_path} cannot be read ({reason[0] if reason else type(error).__name__})"
-        ) from error
+    vocabulary = found.read_vocabulary(folder)
     return Loaded(found, model, vocabulary)

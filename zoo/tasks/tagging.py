@@ -53,7 +53,7 @@ class TaggingTask(Task):
                 max_word_length=config.max_word_length,
             )
             vocabulary.save(os.path.join(workdir, TAGGER_VOCABULARY_FILE))
-        return self.load_vocabulary(workdir)
+        return self.read_vocabulary(workdir)
 
     def load_vocabulary(self, folder):
         return TaggerVocabulary.load(os.path.join(folder, TAGGER_VOCABULARY_FILE))

@@ -8,6 +8,8 @@ prediction. A new kind of run is a new subclass in a file of its own, added to
 ``zoo.tasks.TASKS``; nothing else changes.
 """
 
+import os
+
 from zoo.models.presets import from_presets
 
 __all__ = ["Task"]
@@ -61,6 +63,18 @@ class Task:
         """The vocabulary of a workdir or an export folder."""
         raise NotImplementedError
 
+    def read_vocabulary(self, folder):
+        """:meth:`load_vocabulary`, with a one-line error that names the file."""
+        path = os.path.join(folder, self.vocabulary_file)
+        if not os.path.exists(path):
+            raise FileNotFoundError(
+                f"{path}: missing; the {self.name} needs its vocabulary beside the model"
+            )
+        try:
+            return self.load_vocabulary(folder)
+        except Exception as error:
+            raise ValueError(f"{path} cannot be read ({first_line(error)})") from error
+
     def resolve_config(self, config, vocabulary):
         """``config`` with what the vocabulary fixes; an error when they do not fit."""
         return config
@@ -110,3 +124,8 @@ class Task:
 
     def __repr__(self):
         return f"<zoo task {self.name!r}>"
+
+
+def first_line(error):
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__

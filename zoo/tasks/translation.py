@@ -59,7 +59,7 @@ class TranslationTask(Task):
             train_sentencepiece(
                 texts, os.path.join(workdir, SENTENCEPIECE_PREFIX), vocab_size=config.vocab_size
             )
-        return self.load_vocabulary(workdir)
+        return self.read_vocabulary(workdir)
 
     def load_vocabulary(self, folder):
         return SentencePieceTokenizer(os.path.join(folder, SENTENCEPIECE_FILE))

@@ -37,7 +37,10 @@ def check_config(config, workdir):
     fields = dataclasses.asdict(config)
     if os.path.exists(path):
         with open(path) as f:
-            saved = json.load(f)
+            try:
+                saved = json.load(f)
+            except ValueError as error:
+                raise ValueError(f"{path} is not a JSON config ({error})") from None
         # Training longer is a legitimate resume; anything else would mix two models.
         changed = sorted(
             k for k in set(saved) | set(fields)

@@ -1,0 +1,143 @@
+"""The task seam: a new kind of run plugs into train() and load() with no change to either."""
+
+import dataclasses
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.harness import REPO_ROOT
+from zoo.data import SentencePieceTokenizer
+from zoo.tasks import TASKS, Task, get_task, load
+from zoo.training import train
+
+SHIPPED_TAGGER = os.path.join(REPO_ROOT, "saved_models", "tagger-en-ewt")
+SHIPPED_TRANSLATOR = os.path.join(REPO_ROOT, "saved_models", "translator-en-de")
+
+
+# ---------------------------------------------------------------- a task written for the test
+@dataclasses.dataclass(frozen=True)
+class ParityConfig:
+    vocab_size: int = 4
+    width: int = 8
+    epochs: int = 2
+    learning_rate: float = 0.05
+
+
+class ParityTask(Task):
+    """A toy kind of run, defined here and nowhere in zoo: is a bit string's sum even?"""
+
+    name = "parity"
+    config_class = ParityConfig
+    presets = {"tiny": ParityConfig()}
+    vocabulary_file = "symbols.json"
+    validation_split = "val"
+
+    def load_data(self, split):
+        rng = np.random.default_rng({"train": 0, "val": 1}[split])
+        return rng.integers(0, 2, (64, 6))
+
+    def prepare_vocabulary(self, config, workdir, train_data, verbose=False):
+        path = os.path.join(workdir, self.vocabulary_file)
+        if not os.path.exists(path):
+            with open(path, "w") as f:
+                json.dump({"symbols": ["0", "1"]}, f)
+        return self.read_vocabulary(workdir)
+
+    def load_vocabulary(self, folder):
+        with open(os.path.join(folder, self.vocabulary_file)) as f:
+            return json.load(f)["symbols"]
+
+    def dataset(self, config, vocabulary, data, training, jit_compile=False):
+        labels = data.sum(axis=1) % 2
+        return tf.data.Dataset.from_tensor_slices((data, labels)).batch(16)
+
+    def build_model(self, config):
+        bits = keras.Input((None,), dtype="int32")
+        x = keras.layers.Embedding(config.vocab_size, config.width)(bits)
+        x = keras.layers.GlobalAveragePooling1D()(x)
+        return keras.Model(bits, keras.layers.Dense(2)(x), name=self.name)
+
+    def compile_model(self, model, config, jit_compile=False):
+        model.compile(
+            optimizer=keras.optimizers.Adam(config.learning_rate),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=["accuracy"],
+        )
+        return model
+
+    def best_metric(self, config):
+        return "val_accuracy"
+
+
+def test_a_new_task_trains_resumes_and_loads_through_the_seam(tmp_path, monkeypatch):
+    task = ParityTask()
+    monkeypatch.setitem(TASKS, task.name, task)
+    workdir = str(tmp_path / "parity")
+    model, history, vocabulary = train(task.name, task.get_config("tiny"), workdir, verbose=0)
+    assert vocabulary == ["0", "1"] and history.epoch == [0, 1]
+    for name in ("config.json", "symbols.json", "checkpoint.keras", "best.keras", "backup",
+                 "logs", "history.csv", "model.keras"):
+        assert os.path.exists(os.path.join(workdir, name)), name
+
+    # The workdir guard and resume are train()'s, so the new task has them too.
+    with pytest.raises(ValueError, match="width"):
+        train(task, dataclasses.replace(task.get_config("tiny"), width=4), workdir, verbose=0)
+    _, history, _ = train(task, task.get_config("tiny", epochs=3), workdir, verbose=0)
+    assert history.epoch == [2]
+
+    loaded = load(workdir)
+    assert loaded.task is task and loaded.vocabulary == ["0", "1"]
+    assert loaded.model.name == "parity"
+    with pytest.raises(TypeError, match="ParityConfig"):
+        train(task, {"width": 3}, workdir)
+
+
+# ---------------------------------------------------------------- the shipped tasks
+def test_load_reads_each_shipped_export_folder():
+    translator = load(SHIPPED_TRANSLATOR)
+    assert translator.task is TASKS["translator"] and translator.model.name == "translator"
+    assert isinstance(translator.vocabulary, SentencePieceTokenizer)
+    assert translator.vocabulary.vocab_size == translator.model.output_shape[-1]
+    task, model, vocabulary = load(SHIPPED_TAGGER, "tagger")
+    assert task is get_task("tagger") and vocabulary.word_vocab_size > 1000
+    with pytest.raises(ValueError, match="holds a tagger, not a translator"):
+        load(SHIPPED_TAGGER, "translator")
+
+
+def test_load_names_the_file_that_is_wrong(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such folder"):
+        load(tmp_path / "missing")
+    with pytest.raises(FileNotFoundError, match="no trained model"):
+        load(tmp_path)
+    (tmp_path / "model.keras").write_bytes(b"PK\x03\x04 not a zip archive")
+    with pytest.raises(ValueError, match=r"model\.keras is not a readable \.keras model"):
+        load(tmp_path)
+
+    foreign = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)], name="regressor")
+    foreign.save(tmp_path / "model.keras")
+    with pytest.raises(ValueError, match="'regressor', which is no zoo task"):
+        load(tmp_path)
+
+    folder = tmp_path / "no_vocabulary"
+    folder.mkdir()
+    with open(os.path.join(SHIPPED_TAGGER, "model.keras"), "rb") as f:
+        (folder / "model.keras").write_bytes(f.read())
+    with pytest.raises(FileNotFoundError, match=r"vocabulary\.json: missing"):
+        load(folder)
+    (folder / "vocabulary.json").write_text('{"format": "something else"}')
+    with pytest.raises(ValueError, match=r"vocabulary\.json cannot be read"):
+        load(folder)
+
+
+def test_get_task_and_presets():
+    assert set(TASKS) == {"translator", "tagger"}
+    assert get_task(TASKS["tagger"]) is TASKS["tagger"]
+    with pytest.raises(ValueError, match="Unknown task 'gpt'"):
+        get_task("gpt")
+    with pytest.raises(ValueError, match="Unknown translator preset 'huge'"):
+        get_task("translator").get_config("huge")
+    assert get_task("translator").get_config("tiny", epochs=3).epochs == 3
