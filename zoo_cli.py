@@ -163,6 +163,8 @@ def build_parser():
         sub.add_argument("--xla", action="store_true", help="compile the train step with XLA")
         sub.add_argument("--mixed-precision", action="store_true", help="mixed_bfloat16")
         sub.add_argument("--time-limit", type=minutes, help="stop after this many minutes")
+        sub.add_argument("--keep-checkpoints", type=positive_int, default=5,
+                         help="keep the weights of this many last epochs, for zoo average")
         return _add(sub, row["train"])
 
     def evaluate(sub, task, row):
@@ -197,6 +199,13 @@ def build_parser():
         sub.set_defaults(predict_options=options, predict_verbs=verbs)
 
     per_task("export", "write .keras, the vocabulary and a serving SavedModel", export)
+
+    average = commands.add_parser(
+        "average", parents=[common], help="average the weights of a run's last epochs",
+        description="Write the mean of the last N epochs' weights as WORKDIR/model.keras.",
+    )
+    average.add_argument("--workdir", required=True, help="a workdir of zoo train")
+    average.add_argument("--last", type=positive_int, required=True, help="epochs to average")
 
     bench = commands.add_parser("bench", help="run benchmarks/NAME.py", parents=[common])
     bench.add_argument("name")

@@ -19,4 +19,6 @@ BEST_FILE = "best.keras"  # the best validation epoch so far (tasks that keep it
 BACKUP_DIR = "backup"  # BackupAndRestore state: rerunning the same command resumes
 LOGS_DIR = "logs"  # TensorBoard
 HISTORY_FILE = "history.csv"  # the metrics of every epoch
+EPOCHS_DIR = "epochs"  # the weights of the last few epochs, for `zoo average`
+EPOCH_WEIGHTS = "epoch-{epoch:04d}.weights.h5"  # one file of EPOCHS_DIR; epochs count from 1
 EVAL_DIR = "eval"  # `zoo evaluate` writes its scores and outputs here by default

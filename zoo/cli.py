@@ -1,4 +1,4 @@
-"""The commands of ``zoo train|evaluate|translate|tag|export|bench``, over any task.
+"""The commands of ``zoo train|evaluate|translate|tag|export|average|bench``, over any task.
 
 The arguments are parsed by the ``zoo_cli`` entry module (before TensorFlow is imported) from
 its table of tasks; each command here is written once, for every task: it loads through
@@ -42,6 +42,7 @@ def cmd_train(args):
         time_limit=args.time_limit * 60 if args.time_limit else None,
         # A progress bar in a log file is one endless line: one line per epoch there instead.
         verbose="auto" if sys.stdout.isatty() else 2,
+        keep_checkpoints=args.keep_checkpoints,
         **task_options,
     )
     print(f"model saved to {os.path.join(args.workdir, MODEL_FILE)}")
@@ -86,6 +87,14 @@ def cmd_export(args):
     print(f"exported to {args.output}")
 
 
+def cmd_average(args):
+    from zoo.training.average import average_checkpoints
+
+    _, paths = average_checkpoints(args.workdir, args.last)
+    names = ", ".join(os.path.basename(path) for path in paths)
+    print(f"averaged {names} into {os.path.join(args.workdir, MODEL_FILE)}")
+
+
 def cmd_bench(args):
     script = os.path.join(ROOT, "benchmarks", f"{args.name}.py")
     if not os.path.exists(script):
@@ -103,6 +112,7 @@ COMMANDS = {
     "translate": _predict,
     "tag": _predict,
     "export": cmd_export,
+    "average": cmd_average,
     "bench": cmd_bench,
 }
 

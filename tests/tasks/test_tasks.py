@@ -13,6 +13,7 @@ from tests.harness import REPO_ROOT
 from zoo.data import SentencePieceTokenizer
 from zoo.tasks import TASKS, Task, get_task, load
 from zoo.training import train
+from zoo.training.average import average_checkpoints, epoch_checkpoints
 
 SHIPPED_TAGGER = os.path.join(REPO_ROOT, "saved_models", "tagger-en-ewt")
 SHIPPED_TRANSLATOR = os.path.join(REPO_ROOT, "saved_models", "translator-en-de")
@@ -92,6 +93,21 @@ def test_a_new_task_trains_resumes_and_loads_through_the_seam(tmp_path, monkeypa
     loaded = load(workdir)
     assert loaded.task is task and loaded.vocabulary == ["0", "1"]
     assert loaded.model.name == "parity"
+
+    # The last epochs' weights are kept, and averaging them is a workdir's model too.
+    epochs = epoch_checkpoints(os.path.join(workdir, "epochs"))
+    assert [os.path.basename(p) for p in epochs] == [
+        f"epoch-{n:04d}.weights.h5" for n in (1, 2, 3)
+    ]
+    _, averaged = average_checkpoints(workdir, 2)
+    assert averaged == epochs[1:]
+    per_epoch = []
+    for path in averaged:
+        loaded.model.load_weights(path)
+        per_epoch.append(loaded.model.get_weights())
+    for index, weight in enumerate(load(workdir).model.get_weights()):
+        np.testing.assert_allclose(weight, (per_epoch[0][index] + per_epoch[1][index]) / 2,
+                                   rtol=1e-6)
     with pytest.raises(TypeError, match="ParityConfig"):
         train(task, {"width": 3}, workdir)
 

@@ -84,3 +84,27 @@ class BestCheckpoint(keras.callbacks.ModelCheckpoint):
         if self.best != previous:
             with open(self._score_path, "w") as f:
                 json.dump({"monitor": self.monitor, "best": float(self.best), "epoch": epoch}, f)
+
+
+class LastCheckpoints(keras.callbacks.Callback):
+    """Keep the weights of the last ``keep`` epochs in ``directory``, for checkpoint averaging.
+
+    After every epoch the weights go to ``epoch-NNNN.weights.h5`` (epochs count from 1); files
+    of older epochs beyond the last ``keep`` are deleted, so a long run keeps a bounded amount.
+    """
+
+    def __init__(self, directory, keep):
+        super().__init__()
+        if keep < 1:
+            raise ValueError(f"keep must be at least 1, got {keep}.")
+        self.directory = directory
+        self.keep = keep
+
+    def on_epoch_end(self, epoch, logs=None):
+        from zoo.artifacts import EPOCH_WEIGHTS
+        from zoo.training.average import epoch_checkpoints
+
+        os.makedirs(self.directory, exist_ok=True)
+        self.model.save_weights(os.path.join(self.directory, EPOCH_WEIGHTS.format(epoch=epoch + 1)))
+        for path in epoch_checkpoints(self.directory)[: -self.keep]:
+            os.remove(path)

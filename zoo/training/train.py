@@ -19,11 +19,12 @@ from zoo.artifacts import (
     BEST_FILE,
     CHECKPOINT_FILE,
     CONFIG_FILE,
+    EPOCHS_DIR,
     HISTORY_FILE,
     LOGS_DIR,
     MODEL_FILE,
 )
-from zoo.training.callbacks import BestCheckpoint, TimeLimit
+from zoo.training.callbacks import BestCheckpoint, LastCheckpoints, TimeLimit
 from zoo.training.strategy import get_strategy
 
 __all__ = ["check_config", "standard_callbacks", "train", "training_dtype_policy"]
@@ -68,13 +69,15 @@ def training_dtype_policy(mixed_precision):
         keras.config.set_dtype_policy(previous_policy)
 
 
-def standard_callbacks(workdir, time_limit=None, metrics=(), extra=(), ema=False):
+def standard_callbacks(workdir, time_limit=None, metrics=(), extra=(), ema=False,
+                       keep_checkpoints=5):
     """The callbacks of every zoo training run, in the order that makes each one see the rest.
 
     BackupAndRestore state in ``backup/`` (rerunning the same command resumes from the last
     finished epoch; with more epochs, a finished run trains on); with ``ema`` the swap to the
     averaged weights; the ``metrics`` callbacks, which add to the epoch logs; then
-    ``checkpoint.keras`` after every epoch, TensorBoard logs in ``logs/``, every epoch's
+    ``checkpoint.keras`` after every epoch, the weights of the last ``keep_checkpoints``
+    epochs in ``epochs/`` (for ``zoo average``), TensorBoard logs in ``logs/``, every epoch's
     metrics in ``history.csv``, the ``extra`` callbacks, and a :class:`TimeLimit` when
     ``time_limit`` (seconds) is set. With ``ema`` (an optimizer with ``use_ema``), validation,
     the metrics, ``checkpoint.keras`` and the ``extra`` callbacks see the averaged weights;
@@ -86,6 +89,7 @@ def standard_callbacks(workdir, time_limit=None, metrics=(), extra=(), ema=False
         *([keras.callbacks.SwapEMAWeights(swap_on_epoch=True)] if ema else []),
         *metrics,
         keras.callbacks.ModelCheckpoint(os.path.join(workdir, CHECKPOINT_FILE)),
+        LastCheckpoints(os.path.join(workdir, EPOCHS_DIR), keep_checkpoints),
         keras.callbacks.TensorBoard(os.path.join(workdir, LOGS_DIR)),
         keras.callbacks.CSVLogger(os.path.join(workdir, HISTORY_FILE), append=True),
         *extra,
@@ -107,16 +111,17 @@ def train(
     validation_data=None,
     callbacks=(),
     verbose="auto",
+    keep_checkpoints=5,
     **task_options,
 ):
     """Train the model of ``task`` with Keras ``fit``; resumable after a crash.
 
     The workdir receives ``config.json`` (the config, with what the vocabulary fixes), the
-    task's vocabulary, ``checkpoint.keras`` (after every epoch), ``backup/``
-    (BackupAndRestore state: rerunning the same command resumes from the last finished epoch;
-    with more epochs it trains on), ``logs/`` (TensorBoard), ``history.csv`` and finally
-    ``model.keras``. A task with a best metric (the tagger) also keeps ``best.keras``, the
-    best validation epoch so far, and ``model.keras`` is that epoch.
+    task's vocabulary, ``checkpoint.keras`` (after every epoch), ``epochs/`` (the weights of
+    the last epochs), ``backup/`` (BackupAndRestore state: rerunning the same command resumes
+    from the last finished epoch; with more epochs it trains on), ``logs/`` (TensorBoard),
+    ``history.csv`` and finally ``model.keras``. A task with a best metric (the tagger) also
+    keeps ``best.keras``, the best validation epoch so far, and ``model.keras`` is that epoch.
 
     Args:
         task: a :class:`zoo.tasks.Task` or its name (``"translator"``, ``"tagger"``).
@@ -131,6 +136,8 @@ def train(
             sentences); the task's bundled splits by default.
         callbacks: more Keras callbacks.
         verbose: ``fit``'s verbosity; "auto" shows the progress bar.
+        keep_checkpoints: the weights of this many last epochs stay in ``epochs/``, for
+            checkpoint averaging (``zoo average``).
         **task_options: the task's own options (the translator's ``bleu_sample_size``).
 
     Returns:
@@ -175,7 +182,8 @@ def train(
             ),
             epochs=config.epochs,
             callbacks=standard_callbacks(
-                workdir, time_limit, metrics, extra, ema=task.uses_ema(config)
+                workdir, time_limit, metrics, extra, ema=task.uses_ema(config),
+                keep_checkpoints=keep_checkpoints,
             ),
             verbose=verbose,
         )
