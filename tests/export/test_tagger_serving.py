@@ -29,13 +29,13 @@ from tests.decoding.test_tagging import (
     random_tagger,
     trained_tagger,
 )
-from zoo.data import UPOS_TAGS, load_ud_english_ewt
+from zoo.data import UPOS_TAGS, TaggerVocabulary, load_ud_english_ewt
 from zoo.decoding import tag_sentences
 from zoo.decoding.tagging import tagging_windows
 from zoo.export import TaggerServing, export_tagger
 from zoo.export import tagger_serving as serving_module
 from zoo.export.tagger_serving import PYTHON_WHITESPACE, window_plan
-from zoo.models import TaggerVocabulary, build_tagger, tagger_config
+from zoo.models import build_tagger, tagger_config
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

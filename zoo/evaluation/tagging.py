@@ -4,7 +4,8 @@ import json
 import os
 
 from zoo.data import load_ud_english_ewt
-from zoo.models.tagger import OOV_ID
+from zoo.data.tagger_vocabulary import OOV_ID
+from zoo.models.tagger import tagger_heads
 
 
 def tagging_accuracy(gold, predicted, oov=None):
@@ -55,7 +56,7 @@ def evaluate_tagger(model, vocabulary, split, output_dir=None, sentences=None, h
 
     Args:
         model: a tagger from ``zoo.models.build_tagger``.
-        vocabulary: its ``TaggerVocabulary``.
+        vocabulary: its ``zoo.data.TaggerVocabulary``.
         split: ``"train"``, ``"dev"`` or ``"test"`` (the name in the report).
         output_dir: where to write ``{split}.json`` (the scores) and ``{split}.tags.tsv``
             (word, gold and predicted tags, a blank line between sentences); None writes
@@ -70,7 +71,7 @@ def evaluate_tagger(model, vocabulary, split, output_dir=None, sentences=None, h
 
     sentences = load_ud_english_ewt(split) if sentences is None else sentences
     if heads is None:
-        heads = ("upos", "xpos") if isinstance(model.output, dict) else ("upos",)
+        heads = tuple(tagger_heads(model))
     words = [list(s.words) for s in sentences]
     oov = [[vocabulary.word_id(w) == OOV_ID for w in sentence] for sentence in words]
     report, predictions = {"split": split}, {}

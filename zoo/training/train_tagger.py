@@ -5,10 +5,10 @@ import os
 
 import keras
 
-from zoo.data import load_ud_english_ewt
+from zoo.data import TaggerVocabulary, load_ud_english_ewt
 from zoo.data.tagging_pipeline import make_tagging_dataset
 from zoo.layers import CRFAccuracy, CRFLoss
-from zoo.models.tagger import TaggerConfig, TaggerVocabulary, build_tagger
+from zoo.models.tagger import TaggerConfig, build_tagger
 from zoo.training.callbacks import BestCheckpoint
 from zoo.training.losses import MaskedSparseCrossEntropy
 from zoo.training.metrics import MaskedAccuracy
