@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402  (benchmarks/common.py)
 
 import zoo  # noqa: E402, F401  (registers the layers for load_model)
+from zoo.artifacts import MODEL_FILE, SERVING_DIR, TAGGER_VOCABULARY_FILE  # noqa: E402
 from zoo.data import TaggerVocabulary, load_ud_english_ewt  # noqa: E402
 from zoo.decoding import tag_sentences  # noqa: E402
 
@@ -48,7 +49,7 @@ def load_tagger(model_dir):
     """``(keras_model, vocabulary, serving_function)`` of an exported tagger folder."""
     missing = [
         name
-        for name in ("model.keras", "vocabulary.json", "serving")
+        for name in (MODEL_FILE, TAGGER_VOCABULARY_FILE, SERVING_DIR)
         if not os.path.exists(os.path.join(model_dir, name))
     ]
     if missing:
@@ -56,9 +57,9 @@ def load_tagger(model_dir):
             f"{model_dir} lacks {', '.join(missing)}: pass --model-dir, a folder written by "
             "zoo.export.export_tagger (model.keras, vocabulary.json, serving/)."
         )
-    model = keras.models.load_model(os.path.join(model_dir, "model.keras"), compile=False)
-    vocabulary = TaggerVocabulary.load(os.path.join(model_dir, "vocabulary.json"))
-    serving = tf.saved_model.load(os.path.join(model_dir, "serving"))
+    model = keras.models.load_model(os.path.join(model_dir, MODEL_FILE), compile=False)
+    vocabulary = TaggerVocabulary.load(os.path.join(model_dir, TAGGER_VOCABULARY_FILE))
+    serving = tf.saved_model.load(os.path.join(model_dir, SERVING_DIR))
     return model, vocabulary, serving.signatures["serving_default"]
 
 

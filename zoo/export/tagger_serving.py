@@ -74,6 +74,7 @@ import os
 import keras
 import tensorflow as tf
 
+from zoo.artifacts import MODEL_FILE, SERVING_DIR, TAGGER_VOCABULARY_FILE
 from zoo.data.conllu import UPOS_TAGS
 from zoo.data.tagger_vocabulary import BOW_ID, EOW_ID, FIRST_CHAR_ID, FIRST_WORD_ID, OOV_ID, PAD_ID
 from zoo.decoding.tagging import tagger_window
@@ -81,10 +82,6 @@ from zoo.layers import crf_decode
 from zoo.models.tagger import tagger_heads
 
 __all__ = ["PYTHON_WHITESPACE", "TaggerServing", "export_tagger", "window_plan"]
-
-MODEL_FILE = "model.keras"
-VOCABULARY_FILE = "vocabulary.json"
-SERVING_DIR = "serving"
 
 _SENTENCES = tf.TensorSpec([None], tf.string, name="sentences")
 # The characters for which Python's str.isspace() is true: those that str.split() splits on.
@@ -355,6 +352,6 @@ def export_tagger(model, vocabulary, output_dir, window=None):
     # optimizer state, so save an uncompiled model of the same layers.
     inference_model = keras.Model(model.input, model.output, name=model.name)
     inference_model.save(os.path.join(output_dir, MODEL_FILE))
-    vocabulary.save(os.path.join(output_dir, VOCABULARY_FILE))
+    vocabulary.save(os.path.join(output_dir, TAGGER_VOCABULARY_FILE))
     serving.save(os.path.join(output_dir, SERVING_DIR))
     return output_dir
