@@ -295,3 +295,13 @@ def test_padding_in_a_batch_never_moves_a_tag(crf_model, vocabulary, dev):
     assert tag_sentences(crf_model, vocabulary, sentences, batch_size=64) == alone
     assert np.mean([len(t) for t in alone]) > 5
 
+
+def test_verbose_draws_a_progress_bar_on_stderr(crf_model, vocabulary, dev, capsys):
+    sentences = dev[:10] + [long_sentence(load_ud_english_ewt("dev")[:12], 3 * MAX_LENGTH)]
+    quiet = tag_sentences(crf_model, vocabulary, sentences, batch_size=4)
+    assert capsys.readouterr() == ("", "")
+    loud = tag_sentences(crf_model, vocabulary, sentences, batch_size=4, verbose=True)
+    out, err = capsys.readouterr()
+    assert loud == quiet and out == ""
+    windows = sum(len(tagging_windows(len(words), MAX_LENGTH)) for words in sentences)
+    assert f"{windows}/{windows}" in err and "windows" in err

@@ -24,6 +24,7 @@ import numpy as np
 
 from zoo.layers import crf_decode
 from zoo.models.tagger import tagger_heads
+from zoo.progress import Progress
 
 __all__ = ["predict_tags", "tag_sentences", "tagger_window", "tagging_windows"]
 
@@ -190,7 +191,9 @@ def tagger_window(model, vocabulary, window=None, head="upos"):
     return window
 
 
-def tag_sentences(model, vocabulary, sentences, window=None, batch_size=64, head="upos"):
+def tag_sentences(
+    model, vocabulary, sentences, window=None, batch_size=64, head="upos", verbose=False
+):
     """Tag whitespace-free words of sentences: one tag per word, long sentences in windows.
 
     The windows of all the sentences (see :mod:`zoo.decoding.tagging` for the rule) are
@@ -206,6 +209,7 @@ def tag_sentences(model, vocabulary, sentences, window=None, batch_size=64, head
         batch_size: the most windows per model call.
         head: ``"upos"`` (tags of :data:`zoo.data.UPOS_TAGS`) or ``"xpos"`` (tags of
             ``vocabulary.xpos_tags``, for a model with an XPOS head).
+        verbose: draw a progress bar over the windows on stderr.
 
     Returns:
         A list with one list of tag strings per sentence, one tag per word; ``[]`` for an
@@ -241,6 +245,7 @@ def tag_sentences(model, vocabulary, sentences, window=None, batch_size=64, head
             windows.append((index, words[start : start + window], first - start, end - start))
     tags = [None] * len(windows)
     order = sorted(range(len(windows)), key=lambda w: len(windows[w][1]))  # less padding
+    progress = Progress(len(windows), enabled=verbose, unit="windows")
     for begin in range(0, len(order), batch_size):
         chunk = order[begin : begin + batch_size]
         encoded = vocabulary.encode([windows[w][1] for w in chunk])
@@ -249,6 +254,7 @@ def tag_sentences(model, vocabulary, sentences, window=None, batch_size=64, head
         for w, row in zip(chunk, ids):
             _, _, first, end = windows[w]
             tags[w] = [names[t] for t in row[first:end]]
+        progress.add(len(chunk))
     result = [[] for _ in sentences]
     for (index, _, _, _), kept in zip(windows, tags):  # windows in sentence order
         result[index].extend(kept)

@@ -47,7 +47,9 @@ def tagging_accuracy(gold, predicted, oov=None):
     return scores
 
 
-def evaluate_tagger(model, vocabulary, split, output_dir=None, sentences=None, heads=None):
+def evaluate_tagger(
+    model, vocabulary, split, output_dir=None, sentences=None, heads=None, verbose=False
+):
     """Tag a UD English-EWT split and score every head, overall and on OOV words.
 
     A word is out of vocabulary when the model has no embedding for it (its word id is the
@@ -63,6 +65,7 @@ def evaluate_tagger(model, vocabulary, split, output_dir=None, sentences=None, h
             nothing.
         sentences: the ``Sentence`` objects to tag; the EWT split by default.
         heads: the heads to score; ``("upos", "xpos")`` when the model has an XPOS head.
+        verbose: draw a progress bar of the tagging on stderr (one per head).
 
     Returns:
         ``{head: scores}`` with the scores of :func:`tagging_accuracy`, plus ``"split"``.
@@ -76,7 +79,7 @@ def evaluate_tagger(model, vocabulary, split, output_dir=None, sentences=None, h
     oov = [[vocabulary.word_id(w) == OOV_ID for w in sentence] for sentence in words]
     report, predictions = {"split": split}, {}
     for head in heads:
-        predictions[head] = tag_sentences(model, vocabulary, words, head=head)
+        predictions[head] = tag_sentences(model, vocabulary, words, head=head, verbose=verbose)
         gold = [list(getattr(s, head)) for s in sentences]
         report[head] = tagging_accuracy(gold, predictions[head], oov)
     if output_dir:
