@@ -10,8 +10,8 @@ one run (the median of several rounds after a warm-up round; one round tags ever
   graph (plain graph mode, no XLA);
 - Python: :func:`zoo.decoding.tag_sentences` on the Keras model of ``<model-dir>/model.keras``
   with ``batch_size=64``, one call per batch of the same 64 sentences (``str.split()``):
-  encoding with :class:`zoo.models.TaggerVocabulary` in Python, the model called eagerly, the
-  Viterbi decoding of :func:`zoo.models.predict_tags`.
+  encoding with :class:`zoo.data.TaggerVocabulary` in Python, the model called eagerly, the
+  Viterbi decoding of :func:`zoo.decoding.predict_tags`.
 
 Both read the same words and give one tag per word; the benchmark checks that the tags are
 the same, and the figure is the ratio of the throughputs, in tokens (words) tagged per second.
@@ -35,9 +35,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402  (benchmarks/common.py)
 
 import zoo  # noqa: E402, F401  (registers the layers for load_model)
-from zoo.data import load_ud_english_ewt  # noqa: E402
+from zoo.artifacts import MODEL_FILE, SERVING_DIR, TAGGER_VOCABULARY_FILE  # noqa: E402
+from zoo.data import TaggerVocabulary, load_ud_english_ewt  # noqa: E402
 from zoo.decoding import tag_sentences  # noqa: E402
-from zoo.models import TaggerVocabulary  # noqa: E402
 
 TITLE = "Tagger throughput: serving SavedModel vs tag_sentences (UD English-EWT test, batch 64)"
 SERVING = "serving SavedModel (graph)"
@@ -49,7 +49,7 @@ def load_tagger(model_dir):
     """``(keras_model, vocabulary, serving_function)`` of an exported tagger folder."""
     missing = [
         name
-        for name in ("model.keras", "vocabulary.json", "serving")
+        for name in (MODEL_FILE, TAGGER_VOCABULARY_FILE, SERVING_DIR)
         if not os.path.exists(os.path.join(model_dir, name))
     ]
     if missing:
@@ -57,9 +57,9 @@ def load_tagger(model_dir):
             f"{model_dir} lacks {', '.join(missing)}: pass --model-dir, a folder written by "
             "zoo.export.export_tagger (model.keras, vocabulary.json, serving/)."
         )
-    model = keras.models.load_model(os.path.join(model_dir, "model.keras"), compile=False)
-    vocabulary = TaggerVocabulary.load(os.path.join(model_dir, "vocabulary.json"))
-    serving = tf.saved_model.load(os.path.join(model_dir, "serving"))
+    model = keras.models.load_model(os.path.join(model_dir, MODEL_FILE), compile=False)
+    vocabulary = TaggerVocabulary.load(os.path.join(model_dir, TAGGER_VOCABULARY_FILE))
+    serving = tf.saved_model.load(os.path.join(model_dir, SERVING_DIR))
     return model, vocabulary, serving.signatures["serving_default"]
 
 

@@ -10,10 +10,10 @@ import os
 import keras
 import pytest
 
-from zoo.data import load_ud_english_ewt
+from zoo.data import TaggerVocabulary, load_ud_english_ewt
 from zoo.decoding import tag_sentences
 from zoo.export import export_tagger
-from zoo.models import TaggerVocabulary, build_tagger, tagger_config
+from zoo.models import build_tagger, tagger_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

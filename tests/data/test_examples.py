@@ -2,9 +2,15 @@ import doctest
 
 import pytest
 
-from zoo.data import multi30k, sentencepiece_vocab, tagging_pipeline, translation_pipeline
+from zoo.data import (
+    multi30k,
+    sentencepiece_vocab,
+    tagger_vocabulary,
+    tagging_pipeline,
+    translation_pipeline,
+)
 
-MODULES = [multi30k, sentencepiece_vocab, tagging_pipeline, translation_pipeline]
+MODULES = [multi30k, sentencepiece_vocab, tagger_vocabulary, tagging_pipeline, translation_pipeline]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)

@@ -3,9 +3,8 @@
 import numpy as np
 import pytest
 
-from zoo.data import UPOS_TAGS, Sentence, load_ud_english_ewt, make_tagging_dataset
-from zoo.data import split_long_sentences
-from zoo.models import TaggerVocabulary
+from zoo.data import UPOS_TAGS, Sentence, TaggerVocabulary, load_ud_english_ewt
+from zoo.data import make_tagging_dataset, split_long_sentences
 
 SENTENCES = load_ud_english_ewt("dev")[:300]
 VOCABULARY = TaggerVocabulary.build(SENTENCES, max_word_length=12)

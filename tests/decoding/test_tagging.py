@@ -1,4 +1,5 @@
-"""tag_sentences: single-pass tags for sentences that fit, windows against a slow reference.
+"""predict_tags and tag_sentences: single-pass tags for sentences that fit, windows against a
+slow reference.
 
 The taggers are tiny, with 16 positions, so that a long sentence is a few windows. One (a CRF
 head, relative positions) is trained a few steps on EWT, so its tags vary with the context; the
@@ -12,12 +13,14 @@ import keras
 import numpy as np
 import pytest
 
-from zoo.data import UPOS_TAGS, load_ud_english_ewt
-from zoo.decoding import tag_sentences
+from tests.data.test_tagger_vocabulary import SENTENCES as SMALL_SENTENCES
+from tests.data.test_tagger_vocabulary import VOCABULARY as SMALL_VOCABULARY
+from zoo.data import UPOS_TAGS, TaggerVocabulary, load_ud_english_ewt
+from zoo.decoding import predict_tags, tag_sentences
 from zoo.decoding import tagging as tagging_module
 from zoo.decoding.tagging import tagging_windows
-from zoo.layers import CRFLoss
-from zoo.models import TaggerVocabulary, build_tagger, predict_tags, tagger_config
+from zoo.layers import CRFLoss, crf_decode
+from zoo.models import build_tagger, tagger_config
 
 MAX_LENGTH = 16  # the taggers' positions: the default window
 
@@ -121,6 +124,46 @@ def windowed_reference(model, vocabulary, words, window):
         best = min(holders, key=lambda s: (abs(2 * (i - s) - (window - 1)), s))
         result.append(tags[best][i - best])
     return result
+
+
+# ---------------------------------------------------------------- predict_tags
+def _small_tagger(**overrides):
+    """A tiny tagger of the four sentences of tests/data/test_tagger_vocabulary.py."""
+    return build_tagger(
+        tagger_config("tiny", **{**SMALL_VOCABULARY.config_overrides(), **overrides})
+    )
+
+
+def _small_inputs():
+    encoded = SMALL_VOCABULARY.encode(SMALL_SENTENCES)
+    return {"words": encoded["words"], "chars": encoded["chars"]}
+
+
+def test_predict_tags_decodes_each_head():
+    inputs = _small_inputs()
+    mask = inputs["words"] != 0
+    crf_model = _small_tagger()
+    want = np.asarray(crf_decode(crf_model(inputs), mask)[0])
+    np.testing.assert_array_equal(predict_tags(crf_model, inputs, batch_size=3), want)
+    softmax_model = _small_tagger(use_crf=False)
+    want = np.where(mask, np.asarray(softmax_model(inputs)).argmax(-1), 0)
+    np.testing.assert_array_equal(predict_tags(softmax_model, inputs, batch_size=3), want)
+
+
+def test_predict_tags_decodes_the_xpos_head():
+    num_xpos = SMALL_VOCABULARY.num_xpos_tags
+    model = _small_tagger(num_xpos_tags=num_xpos)
+    inputs = _small_inputs()
+    predicted = predict_tags(model, inputs)
+    assert predicted["xpos"].shape == (4, 5) and predicted["xpos"].max() < num_xpos
+    outputs = model(inputs)
+    for head in ("upos", "xpos"):
+        want = np.asarray(crf_decode(outputs[head], inputs["words"] != 0)[0])
+        np.testing.assert_array_equal(predicted[head], want)
+    empty = {"words": np.zeros((0, 3), "int32"), "chars": np.zeros((0, 3, 10), "int32")}
+    assert {k: v.shape for k, v in predict_tags(model, empty).items()} == {
+        "upos": (0, 3), "xpos": (0, 3)
+    }
 
 
 # ---------------------------------------------------------------- the plan of windows
@@ -251,3 +294,14 @@ def test_padding_in_a_batch_never_moves_a_tag(crf_model, vocabulary, dev):
     alone = [tag_sentences(crf_model, vocabulary, [words])[0] for words in sentences]
     assert tag_sentences(crf_model, vocabulary, sentences, batch_size=64) == alone
     assert np.mean([len(t) for t in alone]) > 5
+
+
+def test_verbose_draws_a_progress_bar_on_stderr(crf_model, vocabulary, dev, capsys):
+    sentences = dev[:10] + [long_sentence(load_ud_english_ewt("dev")[:12], 3 * MAX_LENGTH)]
+    quiet = tag_sentences(crf_model, vocabulary, sentences, batch_size=4)
+    assert capsys.readouterr() == ("", "")
+    loud = tag_sentences(crf_model, vocabulary, sentences, batch_size=4, verbose=True)
+    out, err = capsys.readouterr()
+    assert loud == quiet and out == ""
+    windows = sum(len(tagging_windows(len(words), MAX_LENGTH)) for words in sentences)
+    assert f"{windows}/{windows}" in err and "windows" in err

@@ -8,10 +8,9 @@ import pytest
 
 import zoo  # noqa: F401  (registers the layers)
 from tests.harness import REPO_ROOT
-from zoo.data import load_ud_english_ewt
+from zoo.data import TaggerVocabulary, load_ud_english_ewt
 from zoo.decoding import tag_sentences
 from zoo.evaluation import evaluate_tagger, tagging_accuracy
-from zoo.models import TaggerVocabulary
 
 SHIPPED = os.path.join(REPO_ROOT, "saved_models", "tagger-en-ewt")
 
@@ -30,11 +29,16 @@ def test_accuracy_overall_and_on_oov_words_by_hand():
         tagging_accuracy(gold, predicted[:1])
 
 
-def test_evaluate_tagger_scores_the_tags_and_writes_them(tmp_path):
+def test_evaluate_tagger_scores_the_tags_and_writes_them(tmp_path, capsys):
     model = keras.models.load_model(os.path.join(SHIPPED, "model.keras"))
     vocabulary = TaggerVocabulary.load(os.path.join(SHIPPED, "vocabulary.json"))
     sentences = load_ud_english_ewt("dev")[:40]
-    report = evaluate_tagger(model, vocabulary, "dev", str(tmp_path), sentences=sentences)
+    capsys.readouterr()
+    report = evaluate_tagger(
+        model, vocabulary, "dev", str(tmp_path), sentences=sentences, verbose=True
+    )
+    out, err = capsys.readouterr()
+    assert out == "" and "40/40" in err and "windows" in err  # the bar, on stderr only
     predicted = tag_sentences(model, vocabulary, [list(s.words) for s in sentences])
     oov = [[vocabulary.word_id(w) == 1 for w in s.words] for s in sentences]
     assert report["upos"] == tagging_accuracy([list(s.upos) for s in sentences], predicted, oov)

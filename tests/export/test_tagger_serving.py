@@ -29,13 +29,13 @@ from tests.decoding.test_tagging import (
     random_tagger,
     trained_tagger,
 )
-from zoo.data import UPOS_TAGS, load_ud_english_ewt
+from zoo.data import UPOS_TAGS, TaggerVocabulary, load_ud_english_ewt
 from zoo.decoding import tag_sentences
 from zoo.decoding.tagging import tagging_windows
 from zoo.export import TaggerServing, export_tagger
 from zoo.export import tagger_serving as serving_module
 from zoo.export.tagger_serving import PYTHON_WHITESPACE, window_plan
-from zoo.models import TaggerVocabulary, build_tagger, tagger_config
+from zoo.models import build_tagger, tagger_config
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -213,9 +213,7 @@ def test_the_whitespace_is_pythons():
     assert [c for c in map(chr, range(0x110000)) if c.isspace()] == list(PYTHON_WHITESPACE)
 
 
-@pytest.mark.parametrize("window", range(1, 10))
-def test_window_plan_equals_tagging_windows(window):
-    lengths = list(range(0, 5 * window + 3))
+def _assert_window_plan_equals_tagging_windows(lengths, window):
     plan = [t.numpy().tolist() for t in window_plan(tf.constant(lengths, tf.int64), window)]
     expected = [
         (b, start, first, end)
@@ -223,6 +221,20 @@ def test_window_plan_equals_tagging_windows(window):
         for start, first, end in tagging_windows(n, window)
     ]
     assert list(zip(*plan)) == expected
+
+
+@pytest.mark.parametrize("window", range(1, 10))
+def test_window_plan_equals_tagging_windows(window):
+    _assert_window_plan_equals_tagging_windows(list(range(0, 5 * window + 3)), window)
+
+
+@pytest.mark.parametrize("window", [10, 15, 16, 31, 64, 255, 256])
+def test_window_plan_equals_tagging_windows_for_wide_windows(window):
+    # Every length around one, two and three windows, some far longer, in a shuffled batch.
+    lengths = [n for k in (0, 1, 2, 3) for n in range(max(k * window - 5, 0), k * window + 6)]
+    lengths += [window // 2, 5 * window + 1, 1000, 0, 1]
+    lengths = [lengths[i] for i in np.random.default_rng(window).permutation(len(lengths))]
+    _assert_window_plan_equals_tagging_windows(lengths, window)
 
 
 @pytest.mark.parametrize("lowercase, max_word_length", [(True, 10), (False, 10), (True, 9)])
@@ -249,6 +261,32 @@ def test_the_graph_encodes_words_as_the_vocabulary_does(lowercase, max_word_leng
     )
     assert ("İSTANBUL" in found) == lowercase
     assert "STRASSE" not in found and "\x00" not in found
+
+
+# Letters with case (ASCII, ß, dotted I, sigma and final sigma, the titlecase digraph, a ligature,
+# non-BMP capitals with and without a lowercase: Deseret, mathematical bold), a combining accent,
+# an apostrophe, NUL, caseless letters, an emoji, U+FFFD and punctuation.
+_ALPHABET = list("aAbBzZßİΣσςǄǅǆÉéﬃ\U00010400\U00010428\U0001d400\u0301'\x00一ä\U0001f436\ufffd-.")
+
+
+@pytest.mark.parametrize("lowercase", [True, False], ids=["lowercase", "cased"])
+@pytest.mark.parametrize("max_word_length", range(3, 9))  # room for 1 to 6 characters
+def test_random_words_encode_in_the_graph_as_in_python(max_word_length, lowercase):
+    rng = np.random.default_rng(max_word_length)
+    lengths = [*range(1, 2 * max_word_length + 4)] * 12
+    words = ["".join(rng.choice(_ALPHABET, size=n)) for n in lengths]
+    words += ["", "\x00", "Σ", "ΑΣ", "ΑΣ\x00Β", "A\x00Σ", "\U00010400" * 9]
+    known = [w.lower() if lowercase else w for w in words[::2]]
+    chars = [c for c in _ALPHABET if rng.random() < 0.5]  # the others are unknown characters
+    vocabulary = TaggerVocabulary(list(dict.fromkeys(known)), chars, lowercase=lowercase,
+                                  max_word_length=max_word_length)  # fmt: skip
+    config = tagger_config("tiny", max_length=MAX_LENGTH, **vocabulary.config_overrides())
+    serving = TaggerServing(build_tagger(config), vocabulary)
+    word_ids, char_ids = serving.encode(tf.constant(words))
+    expected = vocabulary.encode([words])
+    np.testing.assert_array_equal(word_ids.numpy(), expected["words"][0])
+    np.testing.assert_array_equal(char_ids.numpy(), expected["chars"][0])
+    assert (expected["words"][0] > 1).sum() >= len(known) // 2  # many words are found
 
 
 def test_empty_vocabularies_encode_everything_as_unknown():

@@ -1,39 +1,27 @@
+"""The tagger model: presets, shapes, masks, heads, the .keras round trip, training on JAX."""
+
 import dataclasses
 import doctest
-import json
 import textwrap
 
 import keras
 import numpy as np
 import pytest
 
+from tests.data.test_tagger_vocabulary import SENTENCES, VOCABULARY
 from tests.harness import load_in_fresh_process, run_on_jax
-from zoo.data import UPOS_TAGS, Sentence
-from zoo.layers import CRFAccuracy, CRFLoss, crf_decode
+from zoo.data import UPOS_TAGS, TaggerVocabulary
+from zoo.data.tagger_vocabulary import OOV_ID
+from zoo.layers import CRFAccuracy, CRFLoss
 from zoo.models import (
     TAGGER_PRESETS,
     TaggerConfig,
-    TaggerVocabulary,
+    TaggerHead,
     build_tagger,
-    predict_tags,
     tagger_config,
+    tagger_heads,
 )
 from zoo.models import tagger as tagger_module
-from zoo.models.tagger import BOW_ID, EOW_ID, OOV_ID, PAD_ID
-
-
-def _sentence(pairs, sent_id):
-    words, upos, xpos = zip(*(p.split("/") for p in pairs.split()))
-    return Sentence(words=words, upos=upos, xpos=xpos, sent_id=sent_id)
-
-
-SENTENCES = [
-    _sentence("The/DET/DT cat/NOUN/NN sat/VERB/VBD ./PUNCT/.", "a"),
-    _sentence("the/DET/DT dog/NOUN/NN ran/VERB/VBD quickly/ADV/RB ./PUNCT/.", "b"),
-    _sentence("A/DET/DT cat/NOUN/NN ran/VERB/VBD ./PUNCT/.", "c"),
-    _sentence("Dogs/NOUN/NNS bark/VERB/VBP !/PUNCT/.", "d"),
-]
-VOCABULARY = TaggerVocabulary.build(SENTENCES, min_count=2, max_word_length=10)
 
 
 def _tiny(**overrides):
@@ -101,8 +89,6 @@ def test_xpos_head_gives_a_dict_of_outputs():
     assert set(outputs) == {"upos", "xpos"}
     assert outputs["upos"].shape == (4, 5, 17, 17)
     assert outputs["xpos"].shape == (4, 5, VOCABULARY.num_xpos_tags, VOCABULARY.num_xpos_tags)
-    predicted = predict_tags(model, _inputs(SENTENCES))
-    assert predicted["xpos"].shape == (4, 5) and predicted["xpos"].max() < VOCABULARY.num_xpos_tags
 
 
 @pytest.mark.parametrize(
@@ -128,15 +114,27 @@ def test_unknown_words_are_told_apart_by_their_characters():
     assert np.abs(logits[0, 0] - logits[0, 1]).max() > 1e-4
 
 
-def test_predict_tags_decodes_each_head():
-    inputs = _inputs(SENTENCES)
-    mask = inputs["words"] != 0
-    crf_model = build_tagger(_tiny())
-    want = np.asarray(crf_decode(crf_model(inputs), mask)[0])
-    np.testing.assert_array_equal(predict_tags(crf_model, inputs, batch_size=3), want)
-    softmax_model = build_tagger(_tiny(use_crf=False))
-    want = np.where(mask, np.asarray(softmax_model(inputs)).argmax(-1), 0)
-    np.testing.assert_array_equal(predict_tags(softmax_model, inputs, batch_size=3), want)
+@pytest.mark.parametrize("use_crf", [True, False], ids=["crf", "softmax"])
+def test_tagger_heads_of_a_built_and_a_reloaded_model(tmp_path, use_crf):
+    num_xpos = VOCABULARY.num_xpos_tags
+    model = build_tagger(_tiny(use_crf=use_crf, num_xpos_tags=num_xpos))
+    expected = {"upos": TaggerHead(17, use_crf), "xpos": TaggerHead(num_xpos, use_crf)}
+    assert tagger_heads(model) == expected and list(tagger_heads(model)) == ["upos", "xpos"]
+    for head, spec in expected.items():  # the output ranks agree: (B, T, K, K) for a CRF
+        assert model.output[head].shape[2:] == ((spec.num_tags,) * (2 if use_crf else 1))
+    model.save(tmp_path / "tagger.keras")
+    assert tagger_heads(keras.models.load_model(tmp_path / "tagger.keras")) == expected
+    assert tagger_heads(build_tagger(_tiny(use_crf=use_crf))) == {"upos": TaggerHead(17, use_crf)}
+
+
+def test_tagger_heads_refuses_other_models():
+    with pytest.raises(ValueError, match="has no layer 'upos_logits': it is not a tagger"):
+        tagger_heads(keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)]))
+    inputs = keras.Input((3,))
+    outputs = {"upos": keras.layers.Dense(2, name="upos_logits")(inputs),
+               "ner": keras.layers.Dense(2)(inputs)}  # fmt: skip
+    with pytest.raises(ValueError, match=r"has outputs \['ner', 'upos'\]; a tagger has 'upos'"):
+        tagger_heads(keras.Model(inputs, outputs))
 
 
 @pytest.mark.parametrize(
@@ -169,24 +167,33 @@ def test_a_few_fit_steps_lower_the_loss(use_crf):
     assert history["accuracy"][-1] > history["accuracy"][0]
 
 
+# zoo.data (the vocabulary) loads TensorFlow, so the inputs are encoded here, and the script checks
+# them against the vocabulary's own on JAX only once the model side is done.
+JAX_SENTENCES = [["The", "cat", "sat", "."], ["A", "dog", "ran", "off", "."]]
 _JAX_SCRIPT = textwrap.dedent(
     """
     import sys
     import keras
     import numpy as np
     from zoo.layers import CRFAccuracy, CRFLoss
-    from zoo.models import TaggerVocabulary, build_tagger, predict_tags, tagger_config
+    from zoo.models import TaggerHead, build_tagger, tagger_config, tagger_heads
 
     assert keras.backend.backend() == "jax"
-    assert "tensorflow" not in sys.modules  # the model side of zoo never needs TensorFlow
-    sentences = [["The", "cat", "sat", "."], ["A", "dog", "ran", "off", "."]]
     tags = np.array([[5, 7, 15, 12, 0], [5, 7, 15, 2, 12]], "int32")
-    vocabulary = TaggerVocabulary.build(sentences, min_count=1, max_word_length=8)
-    encoded = vocabulary.encode(sentences)
-    model = build_tagger(tagger_config("tiny", **vocabulary.config_overrides()))
+    encoded = {name: np.array(ids, "int32") for name, ids in ENCODED.items()}
+    model = build_tagger(tagger_config("tiny", **OVERRIDES))
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=CRFLoss(), metrics=[CRFAccuracy()])
     loss = model.fit(encoded, tags, epochs=5, verbose=0).history["loss"]
     assert np.all(np.isfinite(loss)) and loss[-1] < loss[0], loss
+    assert tagger_heads(model) == {"upos": TaggerHead(17, True)}
+    assert "tensorflow" not in sys.modules  # the model side of zoo never needs TensorFlow
+
+    from zoo.data import TaggerVocabulary  # the data and decoding sides load TensorFlow
+    from zoo.decoding import predict_tags
+
+    vocabulary = TaggerVocabulary.build(SENTENCES, min_count=1, max_word_length=8)
+    assert vocabulary.config_overrides() == OVERRIDES
+    assert {k: v.tolist() for k, v in vocabulary.encode(SENTENCES).items()} == ENCODED
     predicted = predict_tags(model, encoded)
     assert predicted.shape == (2, 5) and predicted[0, 4] == 0
     print("jax ok", loss[0], loss[-1])
@@ -195,75 +202,14 @@ _JAX_SCRIPT = textwrap.dedent(
 
 
 def test_builds_and_trains_on_the_jax_backend():
-    assert "jax ok" in run_on_jax(_JAX_SCRIPT)
-
-
-# ---------------------------------------------------------------- the vocabulary
-def test_vocabulary_ids_counts_and_lowercasing():
-    # "the" (2, after lowercasing "The"), "cat" (2), "ran" (2) and "." (3) reach min_count=2.
-    assert VOCABULARY.words == (".", "cat", "ran", "the")
-    assert VOCABULARY.word_vocab_size == 6
-    the = 2 + VOCABULARY.words.index("the")
-    assert VOCABULARY.word_id("THE") == VOCABULARY.word_id("the") == the
-    assert VOCABULARY.word_id("dog") == OOV_ID  # seen once
-    cased = TaggerVocabulary.build(SENTENCES, min_count=1, lowercase=False)
-    assert cased.word_id("The") != cased.word_id("the") and cased.word_id("THE") == OOV_ID
-    # Characters keep case, the most frequent first; the four special ids come before them.
-    assert "T" in VOCABULARY.chars and "t" in VOCABULARY.chars
-    assert VOCABULARY.char_vocab_size == len(VOCABULARY.chars) + 4
-    assert VOCABULARY.xpos_tags == (".", "DT", "NN", "NNS", "RB", "VBD", "VBP")
-
-
-def test_encode_pads_marks_words_and_labels_tags():
-    encoded = VOCABULARY.encode(SENTENCES)
-    assert set(encoded) == {"words", "chars", "upos", "xpos"}
-    assert encoded["words"].shape == (4, 5) and encoded["chars"].shape == (4, 5, 10)
-    assert all(a.dtype == np.int32 for a in encoded.values())
-    assert encoded["words"][0, 4] == PAD_ID and not encoded["chars"][0, 4].any()
-    assert encoded["words"][3, 0] == OOV_ID  # "Dogs"
-    cat = encoded["chars"][0, 1]
-    letters = [VOCABULARY.char_ids(letter)[1] for letter in "cat"]
-    np.testing.assert_array_equal(cat[:5], [BOW_ID, *letters, EOW_ID])
-    assert not cat[5:].any()
-    assert encoded["upos"][1].tolist() == [UPOS_TAGS.index(t) for t in SENTENCES[1].upos]
-    assert encoded["xpos"][1, 3] == VOCABULARY.xpos_tags.index("RB")
-    assert encoded["upos"][0, 4] == 0  # labels are 0 at padding
-    # Unknown characters are OOV; plain word lists give inputs only.
-    plain = VOCABULARY.encode([["ζ"]])
-    assert set(plain) == {"words", "chars"}
-    assert plain["chars"][0, 0, :3].tolist() == [BOW_ID, OOV_ID, EOW_ID]
-
-
-def test_long_words_keep_their_prefix_and_suffix():
-    vocabulary = TaggerVocabulary.build([list("abcdefghijklmnop")], min_count=1, max_word_length=7)
-    ids = vocabulary.char_ids("abcdefghijklmnop")
-    assert len(ids) == 7
-    inverse = {i: c for c, i in ((c, vocabulary.char_ids(c)[1]) for c in "abcdefghijklmnop")}
-    assert "".join(inverse[i] for i in ids[1:-1]) == "abcop"  # 5 of room: 3 first, 2 last
-    assert (ids[0], ids[-1]) == (BOW_ID, EOW_ID)
-
-
-def test_encode_length_and_unknown_tags_are_errors():
-    assert VOCABULARY.encode(SENTENCES[:1], length=7)["words"].shape == (1, 7)
-    with pytest.raises(ValueError, match="more than length=3"):
-        VOCABULARY.encode(SENTENCES[:1], length=3)
-    odd = _sentence("cat/NOUN/XX", "odd")
-    with pytest.raises(ValueError, match="'XX' is not in the vocabulary"):
-        VOCABULARY.encode([odd])
-
-
-def test_vocabulary_json_round_trip(tmp_path):
-    sentences = SENTENCES + [_sentence("Größe/NOUN/NN", "u")]
-    vocabulary = TaggerVocabulary.build(sentences, min_count=1)
-    path = tmp_path / "vocabulary.json"
-    vocabulary.save(path)
-    loaded = TaggerVocabulary.load(path)
-    assert loaded == vocabulary and loaded.chars == vocabulary.chars
-    for key, value in vocabulary.encode(SENTENCES).items():
-        np.testing.assert_array_equal(loaded.encode(SENTENCES)[key], value)
-    path.write_text(json.dumps({"words": []}))
-    with pytest.raises(ValueError, match="not a TaggerVocabulary file"):
-        TaggerVocabulary.load(path)
+    vocabulary = TaggerVocabulary.build(JAX_SENTENCES, min_count=1, max_word_length=8)
+    encoded = {name: ids.tolist() for name, ids in vocabulary.encode(JAX_SENTENCES).items()}
+    values = (
+        f"SENTENCES = {JAX_SENTENCES!r}\n"
+        f"ENCODED = {encoded!r}\n"
+        f"OVERRIDES = {vocabulary.config_overrides()!r}\n"
+    )
+    assert "jax ok" in run_on_jax(values + _JAX_SCRIPT)
 
 
 def test_docstring_examples_run():

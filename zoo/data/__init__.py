@@ -1,4 +1,4 @@
-"""zoo.data: corpus readers, the SentencePiece vocabulary and tokenizer, tf.data pipelines.
+"""zoo.data: corpus readers, vocabularies and tokenizers, tf.data pipelines.
 
 The Multi30k task 1 corpus (English–German) ships inside this package, in ``zoo/data/multi30k/``,
 and the UD English-EWT r2.16 treebank (CC BY-SA 4.0) in ``zoo/data/ud_english_ewt/``.
@@ -31,6 +31,7 @@ from zoo.data.sentencepiece_vocab import (
     SentencePieceTokenizer,
     train_sentencepiece,
 )
+from zoo.data.tagger_vocabulary import TaggerVocabulary
 from zoo.data.tagging_pipeline import make_tagging_dataset, split_long_sentences
 from zoo.data.translation_pipeline import bucket_spec, make_translation_dataset
 
@@ -45,6 +46,7 @@ __all__ = [
     "PAD_PIECE",
     "Sentence",
     "SentencePieceTokenizer",
+    "TaggerVocabulary",
     "UD_ENGLISH_EWT_SIZES",
     "UD_ENGLISH_EWT_SPLITS",
     "UNK_ID",

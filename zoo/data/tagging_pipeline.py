@@ -1,7 +1,7 @@
 """The tf.data pipeline for training a tagger: encoded words, characters and tags, bucketed.
 
 :func:`make_tagging_dataset` turns tagged sentences into batches for ``fit``: every word is
-encoded once by a :class:`~zoo.models.TaggerVocabulary`; sentences are grouped by length into
+encoded once by a :class:`~zoo.data.TaggerVocabulary`; sentences are grouped by length into
 buckets and batched to a word budget; in training, word dropout replaces some word ids by the
 OOV id, so that the model learns to tag every word from its characters too.
 """
@@ -12,13 +12,10 @@ import numpy as np
 import tensorflow as tf
 
 from zoo.data.conllu import UPOS_TAGS
+from zoo.data.tagger_vocabulary import OOV_ID, PAD_ID
 from zoo.data.translation_pipeline import bucket_spec
 
 __all__ = ["make_tagging_dataset", "split_long_sentences"]
-
-# The ids of zoo.models.tagger (importing it here would load Keras models into zoo.data).
-_PAD_ID = 0
-_OOV_ID = 1
 
 
 def split_long_sentences(sentences, max_length):
@@ -105,7 +102,7 @@ def make_tagging_dataset(
 
     Args:
         sentences: :class:`~zoo.data.Sentence` objects (from ``load_ud_english_ewt``).
-        vocabulary: a ``zoo.models.TaggerVocabulary``; with XPOS tags, the labels include XPOS.
+        vocabulary: a ``zoo.data.TaggerVocabulary``; with XPOS tags, the labels include XPOS.
         batch_tokens: the word budget of a batch.
         max_length: the longest sentence, in words; longer ones are split.
         bucket_width: the length step between buckets.
@@ -129,8 +126,7 @@ def make_tagging_dataset(
             bad size argument.
 
     Example:
-        >>> from zoo.data import load_ud_english_ewt
-        >>> from zoo.models import TaggerVocabulary
+        >>> from zoo.data import TaggerVocabulary, load_ud_english_ewt
         >>> sentences = load_ud_english_ewt("dev")[:100]
         >>> vocabulary = TaggerVocabulary.build(sentences)
         >>> features, labels = next(iter(make_tagging_dataset(sentences, vocabulary)))
@@ -165,13 +161,13 @@ def make_tagging_dataset(
         ds = ds.shuffle(len(sentences), seed=seed, reshuffle_each_iteration=True)
     ds = ds.map(sentence, num_parallel_calls=tf.data.AUTOTUNE)
     label_shapes = {"upos": [None], "xpos": [None]} if with_xpos else [None]
-    label_padding = {"upos": _PAD_ID, "xpos": _PAD_ID} if with_xpos else _PAD_ID
+    label_padding = {"upos": PAD_ID, "xpos": PAD_ID} if with_xpos else PAD_ID
     ds = ds.bucket_by_sequence_length(
         element_length_func=lambda features, _: tf.shape(features["words"])[0],
         bucket_boundaries=[u + 1 for u in upper],
         bucket_batch_sizes=batch_sizes + [1],  # the last bucket (> max_length) stays empty
         padded_shapes=({"words": [None], "chars": [None, vocabulary.max_word_length]}, label_shapes),
-        padding_values=({"words": _PAD_ID, "chars": _PAD_ID}, label_padding),
+        padding_values=({"words": PAD_ID, "chars": PAD_ID}, label_padding),
         pad_to_bucket_boundary=pad_to_bucket,
     )
     if word_dropout:
@@ -179,8 +175,8 @@ def make_tagging_dataset(
         def drop_words(features, labels):
             words = features["words"]
             drop = tf.random.uniform(tf.shape(words), seed=seed) < word_dropout
-            drop = tf.logical_and(drop, words != _PAD_ID)  # padding stays padding
-            features = dict(features, words=tf.where(drop, _OOV_ID, words))
+            drop = tf.logical_and(drop, words != PAD_ID)  # padding stays padding
+            features = dict(features, words=tf.where(drop, OOV_ID, words))
             return features, labels
 
         ds = ds.map(drop_words, num_parallel_calls=tf.data.AUTOTUNE)

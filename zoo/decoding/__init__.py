@@ -11,7 +11,7 @@ from zoo.decoding.beam import beam_search, length_penalty
 from zoo.decoding.greedy import greedy_search, uncached_greedy_search
 from zoo.decoding.incremental import IncrementalTranslator, tile_for_beams
 from zoo.decoding.sampling import sample, sample_from_logits
-from zoo.decoding.tagging import tag_sentences
+from zoo.decoding.tagging import predict_tags, tag_sentences
 from zoo.decoding.translation import translate
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "beam_search",
     "greedy_search",
     "length_penalty",
+    "predict_tags",
     "sample",
     "sample_from_logits",
     "tag_sentences",

@@ -17,15 +17,16 @@ no windows and no tags. Windows start and end where the sentence does not, so a 
 start and end transitions at their edges; the centre rule keeps the words near those edges in
 another window wherever there is one. :func:`tagging_windows` gives the plan of one sentence;
 the serving SavedModel of :mod:`zoo.export.tagger_serving` computes the same plan in its graph.
+:func:`predict_tags` decodes the model's scores of encoded windows into tag ids.
 """
 
 import numpy as np
 
-from zoo.models.tagger import predict_tags
+from zoo.layers import crf_decode
+from zoo.models.tagger import tagger_heads
+from zoo.progress import Progress
 
-__all__ = ["HEADS", "tag_sentences", "tagger_window", "tagging_windows"]
-
-HEADS = ("upos", "xpos")
+__all__ = ["predict_tags", "tag_sentences", "tagger_window", "tagging_windows"]
 
 
 def _positive_int(value, name):
@@ -82,15 +83,48 @@ def _layer(model, name):
         ) from None
 
 
-def _head_sizes(model):
-    """``{head: (num_tags, uses_crf)}`` of a tagger's outputs."""
-    outputs = model.output if isinstance(model.output, dict) else {"upos": model.output}
-    if set(outputs) - set(HEADS) or "upos" not in outputs:
-        raise ValueError(
-            f"Model {model.name!r} has outputs {sorted(outputs)}; a tagger has 'upos' and "
-            "optionally 'xpos'."
-        )
-    return {name: (int(t.shape[-1]), len(t.shape) == 4) for name, t in outputs.items()}
+def _decode(scores, mask, use_crf):
+    if use_crf:  # CRF potentials (N, T, K, K)
+        return np.asarray(crf_decode(scores, mask)[0])
+    return np.where(mask, np.asarray(scores).argmax(-1), 0).astype("int32")
+
+
+def predict_tags(model, inputs, batch_size=64):
+    """The tag ids a tagger predicts: Viterbi for a CRF head, the argmax otherwise.
+
+    Args:
+        model: a model from :func:`zoo.models.build_tagger`.
+        inputs: ``{"words": (N, T), "chars": (N, T, C)}`` arrays, as from
+            :meth:`zoo.data.TaggerVocabulary.encode` (other keys are ignored).
+        batch_size: sentences per model call.
+
+    Returns:
+        ``(N, T)`` int32 tag ids, 0 at padding; a dict of them when the model has an XPOS head.
+
+    Example:
+        >>> from zoo.data import TaggerVocabulary
+        >>> from zoo.models import build_tagger, tagger_config
+        >>> vocabulary = TaggerVocabulary.build([["A", "cat", "."]], max_word_length=10)
+        >>> model = build_tagger(tagger_config("tiny", **vocabulary.config_overrides()))
+        >>> predict_tags(model, vocabulary.encode([["A", "cat", "."], ["A"]])).shape
+        (2, 3)
+    """
+    heads = tagger_heads(model)
+    words, chars = np.asarray(inputs["words"]), np.asarray(inputs["chars"])
+    batches = {head: [] for head in heads}
+    for start in range(0, len(words), batch_size):
+        rows = slice(start, start + batch_size)
+        batch = {"words": words[rows], "chars": chars[rows]}
+        outputs = model(batch, training=False)
+        outputs = outputs if isinstance(outputs, dict) else {"upos": outputs}
+        mask = batch["words"] != 0
+        for head, spec in heads.items():
+            batches[head].append(_decode(outputs[head], mask, spec.use_crf))
+    ids = {
+        head: np.concatenate(parts) if parts else np.zeros(words.shape, "int32")
+        for head, parts in batches.items()
+    }
+    return ids if "xpos" in ids else ids["upos"]
 
 
 def tagger_window(model, vocabulary, window=None, head="upos"):
@@ -98,7 +132,7 @@ def tagger_window(model, vocabulary, window=None, head="upos"):
 
     Args:
         model: a tagger of :func:`zoo.models.build_tagger` (or its ``.keras`` reload).
-        vocabulary: its :class:`zoo.models.TaggerVocabulary`.
+        vocabulary: its :class:`zoo.data.TaggerVocabulary`.
         window: the most words per model call; defaults to the model's ``max_length`` (the
             positions of its ``word_embedding`` layer, stored in the ``.keras`` file).
         head: ``"upos"``, or ``"xpos"`` for a model with an XPOS head.
@@ -111,7 +145,8 @@ def tagger_window(model, vocabulary, window=None, head="upos"):
             lacks, a window that is not a positive int or exceeds the model's ``max_length``.
 
     Example:
-        >>> from zoo.models import TaggerVocabulary, build_tagger, tagger_config
+        >>> from zoo.data import TaggerVocabulary
+        >>> from zoo.models import build_tagger, tagger_config
         >>> vocabulary = TaggerVocabulary.build([["A", "cat", "."]], max_word_length=10)
         >>> model = build_tagger(tagger_config("tiny", **vocabulary.config_overrides()))
         >>> tagger_window(model, vocabulary), tagger_window(model, vocabulary, window=8)
@@ -120,7 +155,7 @@ def tagger_window(model, vocabulary, window=None, head="upos"):
     from zoo.data.conllu import UPOS_TAGS
 
     words, chars = _layer(model, "word_embedding"), _layer(model, "char_embedding")
-    heads = _head_sizes(model)
+    heads = tagger_heads(model)
     max_word_length = model.input["chars"].shape[-1] if isinstance(model.input, dict) else None
     found = (words.vocab_size, chars.vocab_size, max_word_length)
     expected = (
@@ -133,13 +168,13 @@ def tagger_window(model, vocabulary, window=None, head="upos"):
             f"The vocabulary has (word_vocab_size, char_vocab_size, max_word_length) = "
             f"{expected} but the model {model.name!r} has {found}: not its vocabulary."
         )
-    if heads["upos"][0] != len(UPOS_TAGS):
+    if heads["upos"].num_tags != len(UPOS_TAGS):
         raise ValueError(
-            f"The model's UPOS head has {heads['upos'][0]} tags; UPOS has {len(UPOS_TAGS)}."
+            f"The model's UPOS head has {heads['upos'].num_tags} tags; UPOS has {len(UPOS_TAGS)}."
         )
-    if "xpos" in heads and heads["xpos"][0] != vocabulary.num_xpos_tags:
+    if "xpos" in heads and heads["xpos"].num_tags != vocabulary.num_xpos_tags:
         raise ValueError(
-            f"The model's XPOS head has {heads['xpos'][0]} tags but the vocabulary "
+            f"The model's XPOS head has {heads['xpos'].num_tags} tags but the vocabulary "
             f"{vocabulary.num_xpos_tags} XPOS tags: not its vocabulary."
         )
     if head not in heads:
@@ -156,22 +191,25 @@ def tagger_window(model, vocabulary, window=None, head="upos"):
     return window
 
 
-def tag_sentences(model, vocabulary, sentences, window=None, batch_size=64, head="upos"):
+def tag_sentences(
+    model, vocabulary, sentences, window=None, batch_size=64, head="upos", verbose=False
+):
     """Tag whitespace-free words of sentences: one tag per word, long sentences in windows.
 
     The windows of all the sentences (see :mod:`zoo.decoding.tagging` for the rule) are
-    encoded by ``vocabulary`` and tagged by :func:`zoo.models.predict_tags` in batches of
+    encoded by ``vocabulary`` and tagged by :func:`predict_tags` in batches of
     ``batch_size`` windows of similar lengths: Viterbi for a CRF head, the argmax otherwise.
     Padding never changes a tag.
 
     Args:
         model: a tagger of :func:`zoo.models.build_tagger`.
-        vocabulary: its :class:`zoo.models.TaggerVocabulary`.
+        vocabulary: its :class:`zoo.data.TaggerVocabulary`.
         sentences: a list of sentences, each a list (or tuple) of words (``str``).
         window: the most words per model call; defaults to the model's ``max_length``.
         batch_size: the most windows per model call.
         head: ``"upos"`` (tags of :data:`zoo.data.UPOS_TAGS`) or ``"xpos"`` (tags of
             ``vocabulary.xpos_tags``, for a model with an XPOS head).
+        verbose: draw a progress bar over the windows on stderr.
 
     Returns:
         A list with one list of tag strings per sentence, one tag per word; ``[]`` for an
@@ -182,7 +220,8 @@ def tag_sentences(model, vocabulary, sentences, window=None, batch_size=64, head
         ValueError: see :func:`tagger_window`; a batch_size that is not a positive int.
 
     Example:
-        >>> from zoo.models import TaggerVocabulary, build_tagger, tagger_config
+        >>> from zoo.data import TaggerVocabulary
+        >>> from zoo.models import build_tagger, tagger_config
         >>> vocabulary = TaggerVocabulary.build([["A", "cat", "."]], max_word_length=10)
         >>> model = build_tagger(tagger_config("tiny", **vocabulary.config_overrides()))
         >>> tags = tag_sentences(model, vocabulary, [["A", "cat", "."], [], ["x"] * 200])
@@ -206,6 +245,7 @@ def tag_sentences(model, vocabulary, sentences, window=None, batch_size=64, head
             windows.append((index, words[start : start + window], first - start, end - start))
     tags = [None] * len(windows)
     order = sorted(range(len(windows)), key=lambda w: len(windows[w][1]))  # less padding
+    progress = Progress(len(windows), enabled=verbose, unit="windows")
     for begin in range(0, len(order), batch_size):
         chunk = order[begin : begin + batch_size]
         encoded = vocabulary.encode([windows[w][1] for w in chunk])
@@ -214,6 +254,7 @@ def tag_sentences(model, vocabulary, sentences, window=None, batch_size=64, head
         for w, row in zip(chunk, ids):
             _, _, first, end = windows[w]
             tags[w] = [names[t] for t in row[first:end]]
+        progress.add(len(chunk))
     result = [[] for _ in sentences]
     for (index, _, _, _), kept in zip(windows, tags):  # windows in sentence order
         result[index].extend(kept)

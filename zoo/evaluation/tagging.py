@@ -4,7 +4,8 @@ import json
 import os
 
 from zoo.data import load_ud_english_ewt
-from zoo.models.tagger import OOV_ID
+from zoo.data.tagger_vocabulary import OOV_ID
+from zoo.models.tagger import tagger_heads
 
 
 def tagging_accuracy(gold, predicted, oov=None):
@@ -46,7 +47,9 @@ def tagging_accuracy(gold, predicted, oov=None):
     return scores
 
 
-def evaluate_tagger(model, vocabulary, split, output_dir=None, sentences=None, heads=None):
+def evaluate_tagger(
+    model, vocabulary, split, output_dir=None, sentences=None, heads=None, verbose=False
+):
     """Tag a UD English-EWT split and score every head, overall and on OOV words.
 
     A word is out of vocabulary when the model has no embedding for it (its word id is the
@@ -55,13 +58,14 @@ def evaluate_tagger(model, vocabulary, split, output_dir=None, sentences=None, h
 
     Args:
         model: a tagger from ``zoo.models.build_tagger``.
-        vocabulary: its ``TaggerVocabulary``.
+        vocabulary: its ``zoo.data.TaggerVocabulary``.
         split: ``"train"``, ``"dev"`` or ``"test"`` (the name in the report).
         output_dir: where to write ``{split}.json`` (the scores) and ``{split}.tags.tsv``
             (word, gold and predicted tags, a blank line between sentences); None writes
             nothing.
         sentences: the ``Sentence`` objects to tag; the EWT split by default.
         heads: the heads to score; ``("upos", "xpos")`` when the model has an XPOS head.
+        verbose: draw a progress bar of the tagging on stderr (one per head).
 
     Returns:
         ``{head: scores}`` with the scores of :func:`tagging_accuracy`, plus ``"split"``.
@@ -70,12 +74,12 @@ def evaluate_tagger(model, vocabulary, split, output_dir=None, sentences=None, h
 
     sentences = load_ud_english_ewt(split) if sentences is None else sentences
     if heads is None:
-        heads = ("upos", "xpos") if isinstance(model.output, dict) else ("upos",)
+        heads = tuple(tagger_heads(model))
     words = [list(s.words) for s in sentences]
     oov = [[vocabulary.word_id(w) == OOV_ID for w in sentence] for sentence in words]
     report, predictions = {"split": split}, {}
     for head in heads:
-        predictions[head] = tag_sentences(model, vocabulary, words, head=head)
+        predictions[head] = tag_sentences(model, vocabulary, words, head=head, verbose=verbose)
         gold = [list(getattr(s, head)) for s in sentences]
         report[head] = tagging_accuracy(gold, predictions[head], oov)
     if output_dir:

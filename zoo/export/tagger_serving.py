@@ -4,12 +4,12 @@
 
     output_dir/
       model.keras           the Keras model (``keras.models.load_model`` after ``import zoo``)
-      vocabulary.json       the TaggerVocabulary (``zoo.models.TaggerVocabulary.load``)
+      vocabulary.json       the TaggerVocabulary (``zoo.data.TaggerVocabulary.load``)
       serving/              a TensorFlow SavedModel: sentences in, tags out
 
 The SavedModel is built from :class:`TaggerServing`, a ``tf.Module`` whose function runs the
 whole tagging in the graph: UTF-8 repair, the whitespace split, the word and character lookups of
-:class:`zoo.models.TaggerVocabulary` (lowercasing, ``[BOW] + chars + [EOW]`` with the prefix and
+:class:`zoo.data.TaggerVocabulary` (lowercasing, ``[BOW] + chars + [EOW]`` with the prefix and
 suffix of a long word), the overlapping windows of :mod:`zoo.decoding.tagging` for long
 sentences, the model, Viterbi decoding of a CRF head (:func:`zoo.layers.crf_decode`, traced into
 TensorFlow ops) and the tag names. It uses core TensorFlow ops only: loading it needs
@@ -74,16 +74,14 @@ import os
 import keras
 import tensorflow as tf
 
+from zoo.artifacts import MODEL_FILE, SERVING_DIR, TAGGER_VOCABULARY_FILE
 from zoo.data.conllu import UPOS_TAGS
+from zoo.data.tagger_vocabulary import BOW_ID, EOW_ID, FIRST_CHAR_ID, FIRST_WORD_ID, OOV_ID, PAD_ID
 from zoo.decoding.tagging import tagger_window
 from zoo.layers import crf_decode
-from zoo.models.tagger import BOW_ID, EOW_ID, OOV_ID, PAD_ID
+from zoo.models.tagger import tagger_heads
 
 __all__ = ["PYTHON_WHITESPACE", "TaggerServing", "export_tagger", "window_plan"]
-
-MODEL_FILE = "model.keras"
-VOCABULARY_FILE = "vocabulary.json"
-SERVING_DIR = "serving"
 
 _SENTENCES = tf.TensorSpec([None], tf.string, name="sentences")
 # The characters for which Python's str.isspace() is true: those that str.split() splits on.
@@ -92,8 +90,6 @@ PYTHON_WHITESPACE = (
     "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
 _WHITESPACE_RUN = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in PYTHON_WHITESPACE) + "]+"
-_FIRST_WORD_ID = 2  # word ids 0 and 1 are PAD_ID and OOV_ID
-_FIRST_CHAR_ID = 4  # character ids 0-3 are PAD_ID, OOV_ID, BOW_ID and EOW_ID
 
 
 class _Hidden:
@@ -179,7 +175,7 @@ class TaggerServing(tf.Module):
 
     Args:
         model: a tagger of :func:`zoo.models.build_tagger`.
-        vocabulary: its :class:`zoo.models.TaggerVocabulary`.
+        vocabulary: its :class:`zoo.data.TaggerVocabulary`.
         window: the most tokens per model call; longer sentences are tagged in overlapping
             windows. Defaults to the model's ``max_length``.
         name: the module name.
@@ -191,7 +187,8 @@ class TaggerServing(tf.Module):
         word_table, char_table: the vocabulary's lookup tables (``tf.lookup.StaticHashTable``).
 
     Example:
-        >>> from zoo.models import TaggerVocabulary, build_tagger, tagger_config
+        >>> from zoo.data import TaggerVocabulary
+        >>> from zoo.models import build_tagger, tagger_config
         >>> vocabulary = TaggerVocabulary.build([["A", "cat", "."]], 1, max_word_length=10)
         >>> model = build_tagger(tagger_config("tiny", **vocabulary.config_overrides()))
         >>> serving = TaggerServing(model, vocabulary)
@@ -203,11 +200,11 @@ class TaggerServing(tf.Module):
     def __init__(self, model, vocabulary, window=None, name="tagger_serving"):
         super().__init__(name=name)
         self.window = tagger_window(model, vocabulary, window)
-        outputs = model.output if isinstance(model.output, dict) else {"upos": model.output}
-        self.heads = tuple(head for head in ("upos", "xpos") if head in outputs)
+        self._use_crf = {head: spec.use_crf for head, spec in tagger_heads(model).items()}
+        self.heads = tuple(self._use_crf)
         self.model_variables = list(model.variables)
-        self.word_table = _lookup_table(vocabulary.words, _FIRST_WORD_ID)
-        self.char_table = _lookup_table(vocabulary.chars, _FIRST_CHAR_ID)
+        self.word_table = _lookup_table(vocabulary.words, FIRST_WORD_ID)
+        self.char_table = _lookup_table(vocabulary.chars, FIRST_CHAR_ID)
         self._tag_names = {"upos": tuple(UPOS_TAGS), "xpos": tuple(vocabulary.xpos_tags)}
         self._lowercase = vocabulary.lowercase
         self._max_word_length = vocabulary.max_word_length
@@ -255,7 +252,7 @@ class TaggerServing(tf.Module):
 
     # ------------------------------------------------------------------ the graph
     def encode(self, words):
-        """The model inputs of ``words``, as :meth:`zoo.models.TaggerVocabulary.encode` has them.
+        """The model inputs of ``words``, as :meth:`zoo.data.TaggerVocabulary.encode` has them.
 
         Args:
             words: ``tf.string`` ``(N,)``, valid UTF-8.
@@ -301,7 +298,7 @@ class TaggerServing(tf.Module):
         tag_ids = []
         for head in self.heads:
             scores = outputs[head]
-            if len(scores.shape) == 4:  # CRF potentials
+            if self._use_crf[head]:  # CRF potentials (M, T, K, K)
                 ids, _ = crf_decode(scores, real)
             else:
                 ids = tf.argmax(scores, axis=-1, output_type=tf.int32)
@@ -322,7 +319,7 @@ def export_tagger(model, vocabulary, output_dir, window=None):
 
     Args:
         model: a tagger of :func:`zoo.models.build_tagger`.
-        vocabulary: its :class:`zoo.models.TaggerVocabulary`.
+        vocabulary: its :class:`zoo.data.TaggerVocabulary`.
         output_dir: the folder to write (created if missing; files in it are overwritten).
         window: the most tokens per model call of the SavedModel; defaults to the model's
             ``max_length``.
@@ -336,7 +333,8 @@ def export_tagger(model, vocabulary, output_dir, window=None):
 
     Example:
         >>> import os, tempfile
-        >>> from zoo.models import TaggerVocabulary, build_tagger, tagger_config
+        >>> from zoo.data import TaggerVocabulary
+        >>> from zoo.models import build_tagger, tagger_config
         >>> vocabulary = TaggerVocabulary.build([["A", "cat", "."]], 1, max_word_length=10)
         >>> model = build_tagger(tagger_config("tiny", **vocabulary.config_overrides()))
         >>> out = export_tagger(model, vocabulary, os.path.join(tempfile.mkdtemp(), "tagger"))
@@ -354,6 +352,6 @@ def export_tagger(model, vocabulary, output_dir, window=None):
     # optimizer state, so save an uncompiled model of the same layers.
     inference_model = keras.Model(model.input, model.output, name=model.name)
     inference_model.save(os.path.join(output_dir, MODEL_FILE))
-    vocabulary.save(os.path.join(output_dir, VOCABULARY_FILE))
+    vocabulary.save(os.path.join(output_dir, TAGGER_VOCABULARY_FILE))
     serving.save(os.path.join(output_dir, SERVING_DIR))
     return output_dir

@@ -4,7 +4,7 @@ from zoo.models.translator import PRESETS as TRANSLATOR_PRESETS
 from zoo.models.translator import TranslatorConfig, build_translator
 from zoo.models.translator import get_config as translator_config
 from zoo.models.tagger import PRESETS as TAGGER_PRESETS
-from zoo.models.tagger import TaggerConfig, TaggerVocabulary, build_tagger, predict_tags
+from zoo.models.tagger import TaggerConfig, TaggerHead, build_tagger, tagger_heads
 from zoo.models.tagger import get_config as tagger_config
 
 __all__ = [
@@ -14,8 +14,8 @@ __all__ = [
     "translator_config",
     "TAGGER_PRESETS",
     "TaggerConfig",
-    "TaggerVocabulary",
+    "TaggerHead",
     "build_tagger",
-    "predict_tags",
     "tagger_config",
+    "tagger_heads",
 ]
