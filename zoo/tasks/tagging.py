@@ -11,8 +11,7 @@ import dataclasses
 import os
 
 from zoo.artifacts import TAGGER_VOCABULARY_FILE
-from zoo.data import load_ud_english_ewt
-from zoo.models.tagger import TaggerVocabulary  # MERGE: from zoo.data
+from zoo.data import TaggerVocabulary, load_ud_english_ewt
 from zoo.data.tagging_pipeline import make_tagging_dataset
 from zoo.decoding import tag_sentences
 from zoo.evaluation.tagging import evaluate_tagger
