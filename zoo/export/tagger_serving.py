@@ -69,15 +69,14 @@ References:
     (decoding).
 """
 
-import os
-
-import keras
 import tensorflow as tf
 
-from zoo.artifacts import MODEL_FILE, SERVING_DIR, TAGGER_VOCABULARY_FILE
+from zoo.artifacts import TAGGER_VOCABULARY_FILE
 from zoo.data.conllu import UPOS_TAGS
 from zoo.data.tagger_vocabulary import BOW_ID, EOW_ID, FIRST_CHAR_ID, FIRST_WORD_ID, OOV_ID, PAD_ID
+from zoo.data.utf8 import repair_utf8
 from zoo.decoding.tagging import tagger_window
+from zoo.export.folder import save_serving, write_export
 from zoo.layers import crf_decode
 from zoo.models.tagger import tagger_heads
 
@@ -223,10 +222,7 @@ class TaggerServing(tf.Module):
             (and ``"xpos_tags": tf.string [B, T]`` with an XPOS head): the UPOS tags and the
             tokens of each sentence, padded with ``""`` after its ``lengths[i]`` tokens.
         """
-        texts = tf.strings.unicode_transcode(
-            sentences, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
-        )
-        texts = tf.strings.regex_replace(texts, _WHITESPACE_RUN, " ")
+        texts = tf.strings.regex_replace(repair_utf8(sentences), _WHITESPACE_RUN, " ")
         tokens = tf.strings.split(texts)  # (B, None): splits on " ", drops empty tokens
         lengths = tokens.row_lengths()  # (B,) int64
         words = tokens.flat_values  # (N,): every token of the request
@@ -245,10 +241,14 @@ class TaggerServing(tf.Module):
             outputs["tags" if head == "upos" else "xpos_tags"] = tags.to_tensor(default_value="")
         return outputs
 
+    @property
+    def signatures(self):
+        """The SavedModel's signatures: ``{"serving_default": self.tag}``."""
+        return {"serving_default": self.tag}
+
     def save(self, path):
         """Write the SavedModel with its ``serving_default`` signature to ``path``; return it."""
-        tf.saved_model.save(self, os.fspath(path), signatures={"serving_default": self.tag})
-        return os.fspath(path)
+        return save_serving(self, path, self.signatures)
 
     # ------------------------------------------------------------------ the graph
     def encode(self, words):
@@ -307,7 +307,7 @@ class TaggerServing(tf.Module):
         return tuple(tag_ids)
 
 
-def export_tagger(model, vocabulary, output_dir, window=None):
+def export_tagger(model, vocabulary, output_dir, window=None, verbose=False):
     """Write ``model.keras``, ``vocabulary.json`` and the ``serving/`` SavedModel.
 
     The SavedModel's ``serving_default`` maps ``sentences`` (``tf.string [None]``) to ``tags``
@@ -323,6 +323,7 @@ def export_tagger(model, vocabulary, output_dir, window=None):
         output_dir: the folder to write (created if missing; files in it are overwritten).
         window: the most tokens per model call of the SavedModel; defaults to the model's
             ``max_length``.
+        verbose: draw a progress bar on stderr over the export's stages.
 
     Returns:
         ``output_dir``, as a ``str``.
@@ -346,12 +347,6 @@ def export_tagger(model, vocabulary, output_dir, window=None):
         ([[b'A', b'cat', b'.']], [3])
     """
     serving = TaggerServing(model, vocabulary, window=window)
-    output_dir = os.fspath(output_dir)
-    os.makedirs(output_dir, exist_ok=True)
-    # The shipped file is for inference: a compiled model's .keras file also carries the
-    # optimizer state, so save an uncompiled model of the same layers.
-    inference_model = keras.Model(model.input, model.output, name=model.name)
-    inference_model.save(os.path.join(output_dir, MODEL_FILE))
-    vocabulary.save(os.path.join(output_dir, TAGGER_VOCABULARY_FILE))
-    serving.save(os.path.join(output_dir, SERVING_DIR))
-    return output_dir
+    return write_export(
+        output_dir, model, TAGGER_VOCABULARY_FILE, vocabulary.save, serving, verbose=verbose
+    )

@@ -132,4 +132,4 @@ class TaggingTask(Task):
         ]
 
     def export(self, model, vocabulary, output_dir, verbose=False, **options):
-        return export_tagger(model, vocabulary, output_dir, **options)
+        return export_tagger(model, vocabulary, output_dir, verbose=verbose, **options)

@@ -1,0 +1,48 @@
+"""The export folder every task writes: its files, in order, with a progress bar on stderr."""
+
+import os
+
+import keras
+import tensorflow as tf
+
+from zoo.export.folder import write_export
+
+
+class _Doubler(tf.Module):
+    """A serving module with two signatures, as a task's would have."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model_variables = list(model.variables)
+        self._model = model
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32)])
+    def double(self, x):
+        return {"y": 2 * x}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32)])
+    def predict(self, x):
+        return {"y": self._model(x)}
+
+    @property
+    def signatures(self):
+        return {"serving_default": self.double, "predict": self.predict}
+
+
+def test_write_export_writes_every_part_and_draws_its_stages(tmp_path, capsys):
+    inputs = keras.Input((2,))
+    model = keras.Model(inputs, keras.layers.Dense(1)(inputs), name="tiny")
+    model.compile(optimizer="adam", loss="mse")  # the export drops the optimizer
+    out = write_export(
+        tmp_path / "out", model, "vocab.txt",
+        lambda path: open(path, "w").write("a\nb\n"), _Doubler(model), verbose=True,
+    )
+    assert sorted(os.listdir(out)) == ["model.keras", "serving", "vocab.txt"]
+    reloaded = keras.models.load_model(os.path.join(out, "model.keras"))
+    assert reloaded.name == "tiny" and reloaded.optimizer is None
+    serving = tf.saved_model.load(os.path.join(out, "serving"))
+    assert set(serving.signatures) == {"serving_default", "predict"}
+    y = serving.signatures["serving_default"](x=tf.ones([1, 2]))["y"]
+    assert y.numpy().tolist() == [[2.0, 2.0]]
+    captured = capsys.readouterr()
+    assert captured.out == "" and "5/5" in captured.err  # model, vocabulary, 2 traces, save

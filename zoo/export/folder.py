@@ -1,0 +1,58 @@
+"""The export folder of every task, written once: ``model.keras``, the vocabulary, ``serving/``.
+
+A task's serving module (a ``tf.Module`` whose ``tf.function`` methods are the signatures)
+brings the text processing; :func:`write_export` writes the folder the same way for every
+task, with a progress bar over its stages when asked.
+"""
+
+import os
+
+import keras
+import tensorflow as tf
+
+from zoo.artifacts import MODEL_FILE, SERVING_DIR
+from zoo.progress import Progress
+
+__all__ = ["save_serving", "write_export"]
+
+
+def save_serving(module, path, signatures, progress=None):
+    """Trace each of ``signatures`` (name -> ``tf.function`` of ``module``), then save.
+
+    Tracing is the slow part of an export; doing it signature by signature lets ``progress``
+    (a :class:`zoo.progress.Progress`) move. Returns ``path`` as a ``str``.
+    """
+    for function in signatures.values():
+        function.get_concrete_function()
+        if progress is not None:
+            progress.add(1)
+    tf.saved_model.save(module, os.fspath(path), signatures=signatures)
+    if progress is not None:
+        progress.add(1)
+    return os.fspath(path)
+
+
+def write_export(output_dir, model, vocabulary_file, write_vocabulary, serving, verbose=False):
+    """Write an export folder; return its path.
+
+    Args:
+        output_dir: the folder (created if missing; its files are overwritten).
+        model: the trained Keras model. Its ``.keras`` file here is for inference: an
+            uncompiled model of the same layers, since a compiled model's file also carries
+            the optimizer state (twice the weights again).
+        vocabulary_file: the vocabulary's file name (from :mod:`zoo.artifacts`).
+        write_vocabulary: ``path -> None``, writes the vocabulary.
+        serving: the task's serving module, with a ``signatures`` dict (name -> function).
+        verbose: draw a progress bar on stderr, one step per stage.
+    """
+    output_dir = os.fspath(output_dir)
+    signatures = serving.signatures
+    progress = Progress(3 + len(signatures), enabled=verbose, unit="stage")
+    os.makedirs(output_dir, exist_ok=True)
+    inference_model = keras.Model(model.input, model.output, name=model.name)
+    inference_model.save(os.path.join(output_dir, MODEL_FILE))
+    progress.add(1)
+    write_vocabulary(os.path.join(output_dir, vocabulary_file))
+    progress.add(1)
+    save_serving(serving, os.path.join(output_dir, SERVING_DIR), signatures, progress)
+    return output_dir
