@@ -10,7 +10,13 @@ from keras import ops
 
 from zoo.data.sentencepiece_vocab import PAD_ID
 
-__all__ = ["batch_size", "check_max_length", "mask_padding_logits", "tile_for_beams", "write_column"]
+__all__ = [
+    "batch_size",
+    "check_max_length",
+    "mask_padding_logits",
+    "tile_for_beams",
+    "write_column",
+]
 
 
 def batch_size(caches):

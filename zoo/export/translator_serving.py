@@ -7,11 +7,11 @@
       sentencepiece.model   the SentencePiece vocabulary (the same bytes as the tokenizer's)
       serving/              a TensorFlow SavedModel: strings in, strings out
 
-The SavedModel is built from :class:`TranslatorServing`, a ``tf.Module`` whose functions run
-the whole translation in the graph, in the frame of :func:`zoo.decoding.translate_strings` (the
-one that :func:`zoo.decoding.translate` runs too): UTF-8 repair, SentencePiece tokenization
-(tf-text, from the model bytes of the vocabulary), truncation, the decoding loop of
-:mod:`zoo.decoding` with the KV caches, the cut after EOS and detokenization. Loading it needs TensorFlow and the tf-text ops
+The SavedModel is built from :class:`TranslatorServing`, a ``tf.Module`` whose functions run the
+whole translation in the graph, in the frame of :func:`zoo.decoding.translate_strings` (the one that
+:func:`zoo.decoding.translate` runs too): UTF-8 repair, SentencePiece tokenization (tf-text, from
+the model bytes of the vocabulary), truncation, the decoding loop of :mod:`zoo.decoding` with the KV
+caches, the cut after EOS and detokenization. Loading it needs TensorFlow and the tf-text ops
 (``import tensorflow_text``), not zoo and not Keras; TensorFlow Serving images that include the
 tf-text ops serve it as it is.
 
