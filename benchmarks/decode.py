@@ -63,13 +63,9 @@ from zoo.data import (  # noqa: E402
     load_multi30k,
     train_sentencepiece,
 )
-from zoo.decoding import (  # noqa: E402
-    IncrementalTranslator,
-    beam_search,
-    greedy_search,
-    uncached_greedy_search,
-)
+from zoo.decoding import beam_search, greedy_search, uncached_greedy_search  # noqa: E402
 from zoo.models import TranslatorConfig, build_translator, translator_config  # noqa: E402
+from zoo.models.translator import step_and_caches  # noqa: E402
 
 NEVER = -1  # an EOS id that no token has: every search runs its full length
 GREEDY = "zoo greedy (KV cache)"
@@ -152,31 +148,30 @@ def source_batches(processor, sentences, batch_size, max_length):
 
 
 # ---------------------------------------------------------------------- the methods
-def zoo_methods(translator, new_tokens):
+def zoo_methods(model, new_tokens):
     """name -> XLA-compiled function (B, S) ids -> (B, new_tokens) ids."""
 
     @tf.function(jit_compile=True)
     def greedy(source):
-        return greedy_search(translator, source, new_tokens, eos_id=NEVER)
+        step, caches = step_and_caches(model, source, new_tokens)
+        return greedy_search(step, caches, new_tokens, eos_id=NEVER)
 
     @tf.function(jit_compile=True)
     def beam(source):
+        step, caches = step_and_caches(model, source, new_tokens)
         ids, _ = beam_search(
-            translator, source, beam_size=4, max_length=new_tokens, early_stopping=False,
-            eos_id=NEVER,
+            step, caches, new_tokens, beam_size=4, early_stopping=False, eos_id=NEVER
         )
         return ids
 
     @tf.function(jit_compile=True)
     def uncached(source):
-        return uncached_greedy_search(
-            translator, source, new_tokens, eos_id=NEVER, static_shapes=True
-        )
+        return uncached_greedy_search(model, source, new_tokens, eos_id=NEVER, static_shapes=True)
 
     @tf.function  # plain graph mode: the growing prefix has a new shape at every step
     def tutorial(source):
         return uncached_greedy_search(
-            translator, source, new_tokens, eos_id=NEVER, static_shapes=False
+            model, source, new_tokens, eos_id=NEVER, static_shapes=False
         )
 
     return {GREEDY: greedy, BEAM: beam, UNCACHED: uncached, TUTORIAL: tutorial}
@@ -229,7 +224,6 @@ def main():
     print("XLA: on for the zoo searches, the XLA uncached loop and keras-hub; "
           "off for the tutorial loop (dynamic shapes)")
     model, tokenizer, config, where = load_or_build(args.workdir)
-    translator = IncrementalTranslator(model)
     if args.new_tokens + 1 > config.max_length:
         raise SystemExit(f"--new-tokens must be below the model's {config.max_length} positions")
     lm = build_bart(config)
@@ -244,7 +238,7 @@ def main():
     lengths = (f"reference translations: {reference.mean():.1f} tokens with EOS on average, "
                f"90th percentile {np.percentile(reference, 90):.0f}, longest {reference.max()}")
     print(lengths)
-    methods = zoo_methods(translator, args.new_tokens)
+    methods = zoo_methods(model, args.new_tokens)
     methods[HUB] = hub_method(lm, args.new_tokens)
 
     candidates, outputs, source_length = {}, {}, None

@@ -4,6 +4,7 @@ import numpy as np
 from keras import ops
 
 from zoo.data import BOS_ID, EOS_ID, PAD_ID
+from zoo.models.translator import full_logits
 
 
 def numpy(x):
@@ -20,7 +21,7 @@ def lengths(ids, eos_id=EOS_ID):
     return np.array(out)
 
 
-def log_probability(translator, source_ids, ids):
+def log_probability(model, source_ids, ids):
     """Sum of log p(token) of each row of ``ids`` (through its EOS), from the full model.
 
     The padding id is forbidden, as in the searches: its probability mass is removed.
@@ -28,7 +29,7 @@ def log_probability(translator, source_ids, ids):
     ids = np.asarray(ids, "int32")
     batch, length = ids.shape
     target_in = np.concatenate([np.full((batch, 1), BOS_ID, "int32"), ids[:, :-1]], axis=1)
-    logits = numpy(translator.full_logits(source_ids, target_in)).astype("float64")
+    logits = numpy(full_logits(model, source_ids, target_in)).astype("float64")
     logits[..., PAD_ID] = -np.inf
     shifted = logits - logits.max(-1, keepdims=True)
     log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))  # (B, L, V)
@@ -50,15 +51,12 @@ def assert_pad_only_after_eos(ids, eos_id=EOS_ID):
         assert np.all(row[end:] == PAD_ID), row
 
 
-def counting(translator_cls):
-    """A subclass of ``translator_cls`` that counts its decoder steps (eager loops only)."""
+def counting(step):
+    """``step``, counting its calls in ``.calls``: the decoder steps of an eager loop."""
 
-    class Counting(translator_cls):
-        steps = 0
+    def counted(*args, **kwargs):
+        counted.calls += 1
+        return step(*args, **kwargs)
 
-        def step(self, *args, **kwargs):
-            type(self).steps += 1
-            return super().step(*args, **kwargs)
-
-    return Counting
-
+    counted.calls = 0
+    return counted

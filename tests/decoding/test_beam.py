@@ -15,27 +15,32 @@ from tests.decoding.common import (
 )
 from tests.decoding.conftest import MAX_LENGTH
 from zoo.data import EOS_ID, PAD_ID
-from zoo.decoding import IncrementalTranslator, beam_search, greedy_search, length_penalty
+from zoo.decoding import beam_search, greedy_search, length_penalty
 from zoo.models import build_translator, translator_config
+from zoo.models.translator import step_and_caches
+
+
+def _beam(model, source, max_length=MAX_LENGTH, **kwargs):
+    return beam_search(*step_and_caches(model, source, max_length), max_length, **kwargs)
 
 
 def test_beam_size_one_is_greedy(model, sources):
     """Without a length penalty, one beam is greedy search, token for token."""
-    ids, _ = beam_search(model, sources, beam_size=1, max_length=MAX_LENGTH, alpha=0.0)
-    np.testing.assert_array_equal(numpy(ids), numpy(greedy_search(model, sources, MAX_LENGTH)))
+    ids, _ = _beam(model, sources, beam_size=1, alpha=0.0)
+    greedy = greedy_search(*step_and_caches(model, sources, MAX_LENGTH), MAX_LENGTH)
+    np.testing.assert_array_equal(numpy(ids), numpy(greedy))
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6])
 def test_scores_are_the_models_length_penalised_log_probabilities(model, sources, alpha):
     """Rescoring each returned hypothesis with the full model gives back its score: the
     backpointers, the cache reordering and the bookkeeping of finished hypotheses agree."""
-    translator = IncrementalTranslator(model)
-    ids, scores = beam_search(translator, sources, beam_size=3, max_length=MAX_LENGTH, alpha=alpha)
+    ids, scores = _beam(model, sources, beam_size=3, alpha=alpha)
     ids, scores = numpy(ids), numpy(scores)
     assert ids.shape == (len(sources), MAX_LENGTH) and ids.dtype == np.int32
     assert scores.shape == (len(sources),) and scores.dtype == np.float32
     assert_pad_only_after_eos(ids)
-    expected = log_probability(translator, sources, ids) / gnmt_penalty(lengths(ids), alpha)
+    expected = log_probability(model, sources, ids) / gnmt_penalty(lengths(ids), alpha)
     np.testing.assert_allclose(scores, expected, rtol=1e-4, atol=1e-4)
 
 
@@ -43,21 +48,24 @@ def test_scores_are_the_models_length_penalised_log_probabilities(model, sources
 def test_early_stopping_is_exact(model, sources, alpha):
     """Stopping once no live beam can win gives what running to max_length gives. Each
     sentence also runs alone, so that the loop stops when that sentence is done."""
-    translator = counting(IncrementalTranslator)(model)
-    kwargs = dict(beam_size=4, max_length=MAX_LENGTH, alpha=alpha)
+    kwargs = dict(beam_size=4, alpha=alpha)
     for batch in [sources] + [source[source != 0][None] for source in sources]:
-        early_ids, early_scores = beam_search(translator, batch, **kwargs)
-        type(translator).steps = 0
-        full_ids, full_scores = beam_search(translator, batch, early_stopping=False, **kwargs)
-        assert type(translator).steps == MAX_LENGTH
+        step, caches = step_and_caches(model, batch, MAX_LENGTH)
+        early_ids, early_scores = beam_search(step, caches, MAX_LENGTH, **kwargs)
+        step = counting(step)
+        full_ids, full_scores = beam_search(
+            step, caches, MAX_LENGTH, early_stopping=False, **kwargs
+        )
+        assert step.calls == MAX_LENGTH
         np.testing.assert_array_equal(numpy(early_ids), numpy(full_ids))
         np.testing.assert_allclose(numpy(early_scores), numpy(full_scores), rtol=1e-6)
 
 
 def test_early_stopping_stops_the_trained_model_early(copy_model, sources):
-    translator = counting(IncrementalTranslator)(copy_model)
-    ids, _ = beam_search(translator, sources, beam_size=4, max_length=MAX_LENGTH)
-    assert type(translator).steps < MAX_LENGTH
+    step, caches = step_and_caches(copy_model, sources, MAX_LENGTH)
+    step = counting(step)
+    ids, _ = beam_search(step, caches, MAX_LENGTH, beam_size=4)
+    assert step.calls < MAX_LENGTH
     assert np.all((numpy(ids) == EOS_ID).sum(1) == 1)
 
 
@@ -67,11 +75,9 @@ def test_a_huge_beam_is_exact_search():
     vocab, max_length, alpha = 8, 3, 0.6
     keras.utils.set_random_seed(2)
     config = translator_config("tiny", vocab_size=vocab, max_length=8, share_embeddings=False)
-    translator = IncrementalTranslator(build_translator(config))
+    model = build_translator(config)
     sources = np.array([[4, 5, 6], [7, 0, 0]], "int32")
-    ids, scores = beam_search(
-        translator, sources, beam_size=256, max_length=max_length, alpha=alpha
-    )
+    ids, scores = _beam(model, sources, max_length, beam_size=256, alpha=alpha)
     words = [t for t in range(vocab) if t not in (PAD_ID, EOS_ID)]  # 6 continuing tokens
     outputs = [
         prefix + (EOS_ID,)
@@ -85,7 +91,7 @@ def test_a_huge_beam_is_exact_search():
     assert len(candidates) == 1 + 6 + 36 + 216
     for b, source in enumerate(sources):
         tiled = np.repeat(source[None], len(candidates), axis=0)
-        all_scores = log_probability(translator, tiled, candidates) / gnmt_penalty(
+        all_scores = log_probability(model, tiled, candidates) / gnmt_penalty(
             lengths(candidates), alpha
         )
         best = int(np.argmax(all_scores))
@@ -93,24 +99,35 @@ def test_a_huge_beam_is_exact_search():
         np.testing.assert_allclose(numpy(scores)[b], all_scores[best], rtol=1e-4)
 
 
+def test_caches_handed_back_untouched_need_no_reordering(model, sources):
+    """Beam search leaves the caches that the step hands back as they came (the encoder's)
+    where they are; reordering them all, as for a step that copies them, gives the same."""
+    step, caches = step_and_caches(model, sources, MAX_LENGTH)
+
+    def copying_step(tokens, caches, index):
+        logits, caches = step(tokens, caches, index)
+        return logits, keras.tree.map_structure(keras.ops.copy, caches)
+
+    kwargs = dict(beam_size=3, early_stopping=False)
+    ids, scores = beam_search(step, caches, MAX_LENGTH, **kwargs)
+    copied_ids, copied_scores = beam_search(copying_step, caches, MAX_LENGTH, **kwargs)
+    np.testing.assert_array_equal(numpy(copied_ids), numpy(ids))
+    np.testing.assert_allclose(numpy(copied_scores), numpy(scores), rtol=1e-6)
+
+
 def test_batch_equals_one_sentence_at_a_time(copy_model, sources):
-    ids, scores = beam_search(copy_model, sources, beam_size=3, max_length=MAX_LENGTH)
+    ids, scores = _beam(copy_model, sources, beam_size=3)
     for row, source in enumerate(sources):
-        alone_ids, alone_scores = beam_search(
-            copy_model, source[source != 0][None], beam_size=3, max_length=MAX_LENGTH
-        )
+        alone_ids, alone_scores = _beam(copy_model, source[source != 0][None], beam_size=3)
         np.testing.assert_array_equal(numpy(alone_ids)[0], numpy(ids)[row])
         np.testing.assert_allclose(numpy(alone_scores)[0], numpy(scores)[row], rtol=1e-5)
 
 
 def test_xla_and_a_beam_size_tensor_in_graph_mode(random_model, sources):
-    translator = IncrementalTranslator(random_model)
-    eager_ids, eager_scores = beam_search(translator, sources, beam_size=4, max_length=MAX_LENGTH)
-    xla = tf.function(
-        lambda s: beam_search(translator, s, beam_size=4, max_length=MAX_LENGTH), jit_compile=True
-    )
+    eager_ids, eager_scores = _beam(random_model, sources, beam_size=4)
+    xla = tf.function(lambda s: _beam(random_model, s, beam_size=4), jit_compile=True)
     graph = tf.function(
-        lambda s, k: beam_search(translator, s, beam_size=k, max_length=MAX_LENGTH),
+        lambda s, k: _beam(random_model, s, beam_size=k),
         input_signature=[tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([], tf.int32)],
     )
     for ids, scores in (xla(sources), graph(sources, tf.constant(4))):
@@ -118,7 +135,7 @@ def test_xla_and_a_beam_size_tensor_in_graph_mode(random_model, sources):
         np.testing.assert_allclose(numpy(scores), numpy(eager_scores), rtol=1e-5)
     # One graph serves every beam size.
     ids_1, _ = graph(sources, tf.constant(1))
-    greedy_1, _ = beam_search(translator, sources, beam_size=1, max_length=MAX_LENGTH)
+    greedy_1, _ = _beam(random_model, sources, beam_size=1)
     np.testing.assert_array_equal(numpy(ids_1), numpy(greedy_1))
 
 
@@ -129,4 +146,4 @@ def test_length_penalty_is_gnmt():
 
 def test_bad_beam_size_is_refused(copy_model, sources):
     with pytest.raises(ValueError, match="beam_size"):
-        beam_search(copy_model, sources, beam_size=0, max_length=4)
+        _beam(copy_model, sources, max_length=4, beam_size=0)

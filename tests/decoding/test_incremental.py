@@ -1,3 +1,5 @@
+"""The translator's incremental path (encode, init_caches, step) against its full forward pass."""
+
 import keras
 import numpy as np
 import pytest
@@ -5,43 +7,50 @@ import tensorflow as tf
 
 from tests.decoding.common import numpy
 from zoo.data import BOS_ID
-from zoo.decoding import IncrementalTranslator, tile_for_beams
+from zoo.decoding import tile_for_beams
 from zoo.models import build_translator, translator_config
+from zoo.models.translator import (
+    cross_attention_weights,
+    encode,
+    full_logits,
+    init_caches,
+    step,
+    translator_layers,
+)
 
 
 def test_steps_equal_the_full_model(model, sources):
     """Teacher-forced, step by step with the caches (under XLA): the full model's logits."""
-    translator = IncrementalTranslator(model)
     rng = np.random.default_rng(0)
     target_in = rng.integers(4, 20, size=(len(sources), 6)).astype("int32")
     target_in[:, 0] = BOS_ID
-    expected = numpy(translator.full_logits(sources, target_in))  # (B, T, V)
+    expected = numpy(full_logits(model, sources, target_in))  # (B, T, V)
 
     @tf.function(jit_compile=True)
-    def step(token, caches, index, padding):
-        return translator.step(token, caches, index, padding)
+    def xla_step(token, caches, index):
+        return step(model, token, caches, index)
 
-    memory, padding = translator.encode(sources)
-    caches = translator.init_caches(memory, max_length=8)  # longer than needed
-    assert len(caches) == translator.num_caches == 2 * sum(
+    memory, padding = encode(model, sources)
+    caches = init_caches(model, memory, padding, max_length=8)  # longer than needed
+    layers = translator_layers(model)
+    assert sum(len(pair) for pair in caches["blocks"]) == layers.num_caches == 2 * sum(
         layer.name.startswith("decoder_block_") for layer in model.layers
     )
     for t in range(target_in.shape[1]):
-        logits, caches = step(target_in[:, t : t + 1], caches, tf.constant(t), padding)
+        logits, caches = xla_step(target_in[:, t : t + 1], caches, tf.constant(t))
         assert logits.dtype == "float32" and tuple(logits.shape) == (len(sources), 20)
         np.testing.assert_allclose(numpy(logits), expected[:, t], atol=1e-4, rtol=1e-4)
 
 
 def test_source_padding_is_not_seen(copy_model, sources):
     """What stands in the padded source positions does not move the logits."""
-    translator = IncrementalTranslator(copy_model)
-    memory, padding = translator.encode(sources)
+    memory, padding = encode(copy_model, sources)
     # Overwrite the padded positions of the encoder output with noise.
     noise = np.random.default_rng(0).normal(size=memory.shape).astype("float32") * 10
     memory_noisy = np.where(numpy(padding)[..., None], numpy(memory), noise)
     bos = np.full((len(sources), 1), BOS_ID, "int32")
-    clean, _ = translator.step(bos, translator.init_caches(memory, 4), 0, padding)
-    moved, _ = translator.step(bos, translator.init_caches(memory_noisy, 4), 0, padding)
+    clean, _ = step(copy_model, bos, init_caches(copy_model, memory, padding, 4), 0)
+    moved, _ = step(copy_model, bos, init_caches(copy_model, memory_noisy, padding, 4), 0)
     np.testing.assert_allclose(numpy(moved), numpy(clean), atol=1e-5)
 
 
@@ -51,21 +60,29 @@ def test_tile_for_beams_repeats_each_row():
     np.testing.assert_array_equal(tiled, [[0, 1], [0, 1], [2, 3], [2, 3], [4, 5], [4, 5]])
     pair = tile_for_beams((x, x[:, 0]), keras.ops.convert_to_tensor(3))
     assert isinstance(pair, tuple) and numpy(pair[1]).tolist() == [0, 0, 0, 2, 2, 2, 4, 4, 4]
+    nested = tile_for_beams({"blocks": ((x,),), "padding": x[:, 0]}, 2)
+    assert numpy(nested["blocks"][0][0]).shape == (6, 2)
+    assert numpy(nested["padding"]).tolist() == [0, 0, 2, 2, 4, 4]
 
 
 def test_a_model_without_the_layer_names_is_refused():
     inputs = keras.Input((None,), dtype="int32")
     model = keras.Model(inputs, keras.layers.Embedding(10, 4, name="words")(inputs))
     with pytest.raises(ValueError, match="source_embedding"):
-        IncrementalTranslator(model)
+        translator_layers(model)
+
+
+def test_the_caches_must_fit_the_positions(copy_model, sources):
+    memory, padding = encode(copy_model, sources)
+    with pytest.raises(ValueError, match="max_length"):
+        init_caches(copy_model, memory, padding, translator_layers(copy_model).max_length + 1)
 
 
 def test_cross_attention_weights_are_distributions_over_real_source_tokens():
     model = build_translator(translator_config("tiny", vocab_size=40, decoder_layers=2))
-    translator = IncrementalTranslator(model)
     source = np.array([[5, 6, 7, 0], [8, 9, 10, 11]], "int32")
     target_in = np.array([[2, 12, 13], [2, 14, 0]], "int32")
-    weights = translator.cross_attention_weights(source, target_in)
+    weights = cross_attention_weights(model, source, target_in)
     assert len(weights) == 2
     w = np.asarray(weights[-1])
     assert w.shape == (2, 2, 3, 4)  # (B, N, T, S)

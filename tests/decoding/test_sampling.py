@@ -6,12 +6,17 @@ import tensorflow as tf
 from tests.decoding.common import assert_pad_only_after_eos, numpy
 from tests.decoding.conftest import MAX_LENGTH
 from zoo.data import PAD_ID
-from zoo.decoding import IncrementalTranslator, greedy_search, sample, sample_from_logits
+from zoo.decoding import greedy_search, sample, sample_from_logits
+from zoo.models.translator import step_and_caches
+
+
+def _sample(model, source, max_length, **kwargs):
+    return sample(*step_and_caches(model, source, max_length), max_length, **kwargs)
 
 
 @pytest.fixture(scope="module")
 def greedy(random_model, sources):
-    return numpy(greedy_search(random_model, sources, MAX_LENGTH))
+    return numpy(greedy_search(*step_and_caches(random_model, sources, MAX_LENGTH), MAX_LENGTH))
 
 
 @pytest.mark.parametrize(
@@ -19,34 +24,33 @@ def greedy(random_model, sources):
 )
 def test_degenerate_settings_are_greedy(random_model, sources, greedy, settings):
     """top_k=1, a temperature near (or at) 0 and a tiny nucleus all leave only the argmax."""
-    ids = numpy(sample(random_model, sources, MAX_LENGTH, seed=0, **settings))
+    ids = numpy(_sample(random_model, sources, MAX_LENGTH, seed=0, **settings))
     np.testing.assert_array_equal(ids, greedy)
 
 
 def test_sampling_differs_from_greedy_and_follows_the_eos_contract(random_model, sources, greedy):
-    ids = numpy(sample(random_model, sources, MAX_LENGTH, seed=0))
+    ids = numpy(_sample(random_model, sources, MAX_LENGTH, seed=0))
     assert not np.array_equal(ids, greedy)
     assert_pad_only_after_eos(ids)
 
 
 def test_a_fixed_seed_is_reproducible(random_model, sources):
-    translator = IncrementalTranslator(random_model)
     settings = dict(temperature=1.5, top_k=10, top_p=0.9)
-    first = numpy(sample(translator, sources, MAX_LENGTH, seed=7, **settings))
+    first = numpy(_sample(random_model, sources, MAX_LENGTH, seed=7, **settings))
     np.testing.assert_array_equal(
-        numpy(sample(translator, sources, MAX_LENGTH, seed=7, **settings)), first
+        numpy(_sample(random_model, sources, MAX_LENGTH, seed=7, **settings)), first
     )
     assert not np.array_equal(
-        numpy(sample(translator, sources, MAX_LENGTH, seed=8, **settings)), first
+        numpy(_sample(random_model, sources, MAX_LENGTH, seed=8, **settings)), first
     )
     xla = tf.function(
-        lambda s: sample(translator, s, MAX_LENGTH, seed=7, **settings), jit_compile=True
+        lambda s: _sample(random_model, s, MAX_LENGTH, seed=7, **settings), jit_compile=True
     )
     np.testing.assert_array_equal(numpy(xla(sources)), numpy(xla(sources)))
     # A SeedGenerator gives new draws on every call, also under XLA.
     generator = keras.random.SeedGenerator(3)
     fresh = tf.function(
-        lambda s: sample(translator, s, MAX_LENGTH, seed=generator), jit_compile=True
+        lambda s: _sample(random_model, s, MAX_LENGTH, seed=generator), jit_compile=True
     )
     assert not np.array_equal(numpy(fresh(sources)), numpy(fresh(sources)))
 
@@ -78,7 +82,7 @@ def test_the_sampled_distribution(settings, expected):
 
 
 def test_padding_is_never_sampled(random_model, sources):
-    ids = numpy(sample(random_model, sources, MAX_LENGTH, temperature=100.0, seed=1))
+    ids = numpy(_sample(random_model, sources, MAX_LENGTH, temperature=100.0, seed=1))
     assert_pad_only_after_eos(ids)
     assert np.all(ids[:, 0] != PAD_ID)
 
@@ -86,4 +90,4 @@ def test_padding_is_never_sampled(random_model, sources):
 def test_bad_settings_are_refused(random_model, sources):
     for settings in [{"top_k": 0}, {"top_p": 0.0}, {"top_p": 1.5}, {"temperature": -1.0}]:
         with pytest.raises(ValueError):
-            sample(random_model, sources, MAX_LENGTH, **settings)
+            _sample(random_model, sources, MAX_LENGTH, **settings)

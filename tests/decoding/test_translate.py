@@ -4,9 +4,10 @@ import pytest
 import tensorflow as tf
 
 from zoo.data import EOS_ID, SentencePieceTokenizer, load_multi30k, train_sentencepiece
-from zoo.decoding import greedy_search, translate
+from zoo.decoding import greedy_search, translate, translate_strings
 from zoo.decoding.translation import _COMPILED
 from zoo.models import build_translator, translator_config
+from zoo.models.translator import step_and_caches
 
 VOCAB_SIZE = 400  # the 256 byte pieces, the 4 special ids, the characters, a few words
 SENTENCES = ["A dog runs.", "Two men.", "A girl sings.", "Red car.", "A man."]
@@ -31,7 +32,7 @@ def model():
 def _reference(model, tokenizer, sentences):
     """Tokenize, greedy_search (eager), cut after EOS, detokenize: by hand."""
     source = tokenizer.tokenize(tf.constant(sentences)).to_tensor()
-    ids = np.asarray(greedy_search(model, source, 16))
+    ids = np.asarray(greedy_search(*step_and_caches(model, source, 16), 16))
     ids = np.where(np.cumsum(ids == EOS_ID, axis=1) > 0, 0, ids)
     return [text.decode("utf-8", errors="replace") for text in tokenizer.detokenize(ids).numpy()]
 
@@ -81,3 +82,36 @@ def test_translate_survives_a_random_seed_reset_between_calls(model, tokenizer):
     before = translate(model, tokenizer, SENTENCES, method="greedy")
     keras.utils.set_random_seed(11)
     assert translate(model, tokenizer, SENTENCES, method="greedy") == before
+
+
+def test_the_frame_is_model_agnostic(tokenizer):
+    """translate_strings around a search of its own: truncation, the cut after EOS, UTF-8
+    repair, and empty in -> empty out, with the search seeing only the rows with tokens."""
+    seen = []
+
+    def search(source):  # copies its source, with EOS and one more token after the third
+        seen.append(source.shape)
+        eos = tf.fill([tf.shape(source)[0], 1], EOS_ID)
+        return tf.concat([source[:, :3], eos, source[:, 3:4]], axis=1)
+
+    inputs = ["", "A dog runs through the snow.", "  ", b"Red \xff car.", "A girl."]
+    texts = translate_strings(tf.constant(inputs), tokenizer, search, max_input_length=5)
+    texts = [text.decode("utf-8") for text in texts.numpy()]
+    expected = []
+    for text in inputs:
+        text = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+        ids = tokenizer.tokenize(tf.constant([text]))[0, :3]
+        expected.append(tokenizer.detokenize(ids[None]).numpy()[0].decode() if len(ids) else "")
+    assert texts == expected and texts[1] and not texts[0] and not texts[2]
+    assert seen[0][0] == 3 and seen[0][1] <= 5  # only the rows with tokens, truncated
+    empty = translate_strings(tf.constant(["", " "]), tokenizer, search)
+    assert empty.numpy().tolist() == [b"", b""]
+    assert translate_strings(tf.zeros([0], tf.string), tokenizer, search).shape == [0]
+
+
+def test_verbose_draws_a_progress_bar_on_stderr(model, tokenizer, capsys):
+    texts = translate(model, tokenizer, SENTENCES, method="greedy", batch_size=2, verbose=True)
+    captured = capsys.readouterr()
+    assert texts == translate(model, tokenizer, SENTENCES, method="greedy", batch_size=2)
+    assert "5/5" in captured.err and captured.out == ""
+    assert capsys.readouterr().err == ""  # silent by default

@@ -52,3 +52,12 @@ def test_keras_file_round_trip_in_a_fresh_process(tmp_path):
     (reloaded,) = load_in_fresh_process(path, IDS)
     np.testing.assert_allclose(reloaded, np.asarray(model(IDS)), atol=1e-5)
     assert os.path.getsize(path) > 0
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    from zoo.models import translator
+
+    result = doctest.testmod(translator, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

@@ -1,21 +1,23 @@
-"""zoo.decoding: greedy, beam and sampling searches for the translator, XLA-safe.
+"""zoo.decoding: greedy, beam and sampling searches over a step function, XLA-safe.
 
-Every search runs the trained model incrementally through :class:`IncrementalTranslator`
-(the encoder once, the decoder one token at a time with its KV caches), in ``keras.ops``
-loops that compile with ``tf.function(jit_compile=True)`` and trace in plain graph mode
-for a SavedModel. :func:`uncached_greedy_search` is the slow reference that re-runs the
-whole model every step; :func:`translate` goes from sentences to sentences.
+A search sees only ``step(token_ids, caches, index) -> (logits, caches)`` and the initial
+caches (a nested structure of batch-major tensors, the encoder output in them), as keras-hub's
+samplers and flax's ``decode.py`` do; a model provides both (for the translator,
+:func:`zoo.models.translator.step_and_caches`). The loops are ``keras.ops`` that compile with
+``tf.function(jit_compile=True)`` and trace in plain graph mode for a SavedModel.
+:func:`uncached_greedy_search` is the slow reference that re-runs the whole model every step;
+:func:`translate_strings` is the strings-to-strings frame around a search, and
+:func:`translate` goes from sentences to sentences with a translator.
 """
 
 from zoo.decoding.beam import beam_search, length_penalty
 from zoo.decoding.greedy import greedy_search, uncached_greedy_search
-from zoo.decoding.incremental import IncrementalTranslator, tile_for_beams
 from zoo.decoding.sampling import sample, sample_from_logits
+from zoo.decoding.search_helpers import tile_for_beams
 from zoo.decoding.tagging import predict_tags, tag_sentences
-from zoo.decoding.translation import translate
+from zoo.decoding.translation import translate, translate_strings
 
 __all__ = [
-    "IncrementalTranslator",
     "beam_search",
     "greedy_search",
     "length_penalty",
@@ -25,5 +27,6 @@ __all__ = [
     "tag_sentences",
     "tile_for_beams",
     "translate",
+    "translate_strings",
     "uncached_greedy_search",
 ]

@@ -1,12 +1,13 @@
-"""Batched beam search with the KV caches, the GNMT length penalty and exact early stopping."""
+"""Batched beam search over a step function, the GNMT length penalty and exact early stopping."""
 
 import numbers
 
+import keras
 from keras import ops
 
 from zoo.data.sentencepiece_vocab import BOS_ID, EOS_ID
-from zoo.decoding.incremental import (
-    as_translator,
+from zoo.decoding.search_helpers import (
+    batch_size,
     check_max_length,
     mask_padding_logits,
     tile_for_beams,
@@ -29,25 +30,27 @@ def length_penalty(length, alpha):
 
 
 def beam_search(
-    translator,
-    source_ids,
+    step,
+    caches,
+    max_length,
     beam_size=4,
-    max_length=None,
     alpha=0.6,
     early_stopping=True,
     bos_id=BOS_ID,
     eos_id=EOS_ID,
 ):
-    """Translate with beam search: the best length-normalised hypothesis of each sentence.
+    """Decode with beam search: the best length-normalised hypothesis of each sentence.
 
-    The encoder runs once per sentence; its output, padding mask and cross-attention caches
-    are repeated per beam. Every step scores the ``K * V`` continuations of the ``K`` live
-    beams of each sentence and keeps the ``2K`` best. Of those, a candidate ending in EOS is
-    *finished* when it ranks among the first ``K`` (as in fairseq, so that ``beam_size=1`` is
-    greedy search); the best finished hypothesis of each sentence is kept apart from the live
-    beams. The ``K`` best candidates without EOS become the new live beams, and the
-    self-attention caches are reordered by their parent beams. Hypotheses still live after
-    ``max_length`` steps count as finished at that length.
+    The caches (made once per sentence, the encoder output in them) are repeated per beam
+    (:func:`~zoo.decoding.search_helpers.tile_for_beams`). Every step scores the ``K * V``
+    continuations of the ``K`` live beams of each sentence and keeps the ``2K`` best. Of those, a
+    candidate ending in EOS is *finished* when it ranks among the first ``K`` (as in fairseq, so
+    that ``beam_size=1`` is greedy search); the best finished hypothesis of each sentence is kept
+    apart from the live beams. The ``K`` best candidates without EOS become the new live beams, and
+    the caches that the step changed (the self-attention caches) are reordered by their parent
+    beams; those it hands back untouched (the encoder's) are the same for every beam of a sentence
+    and stay as they are. Hypotheses still live after ``max_length`` steps count as finished at that
+    length.
 
     With ``early_stopping`` the loop stops once no live beam of any sentence can still beat
     the best finished hypothesis of its sentence. That test is exact, not a heuristic: a
@@ -56,13 +59,16 @@ def beam_search(
     therefore the same as without early stopping, which only runs longer.
 
     Args:
-        translator: an :class:`~zoo.decoding.IncrementalTranslator` (or the translator model).
-        source_ids: ``(B, S)`` int source ids, 0-padded.
+        step: ``step(token_ids, caches, index) -> (logits, caches)``, as for
+            :func:`~zoo.decoding.greedy_search`; it runs on ``B * K`` rows, row ``b * K + k``
+            being beam ``k`` of sentence ``b``.
+        caches: the initial caches of the ``B`` sentences, a nested structure of batch-major
+            tensors ``(B, ...)``; they are repeated per beam here.
+        max_length: Python int, the most tokens generated per sentence (EOS included); the
+            caches must have room for that many steps.
         beam_size: K, the number of live beams per sentence. A Python int, or a scalar
             int tensor in plain graph mode (a SavedModel signature input); under XLA it must
             be a Python int.
-        max_length: Python int, the most tokens generated per sentence (EOS included);
-            None for every target position of the model.
         alpha: the exponent of the length penalty (:func:`length_penalty`), a Python float.
         early_stopping: stop when no live beam can beat the best finished hypothesis.
         bos_id: the id the decoder starts from.
@@ -76,9 +82,11 @@ def beam_search(
 
     Example:
         >>> from zoo.models import build_translator, translator_config
+        >>> from zoo.models.translator import step_and_caches
         >>> model = build_translator(translator_config("tiny"))
         >>> source = ops.convert_to_tensor([[5, 6, 7, 0], [8, 9, 0, 0]], "int32")
-        >>> ids, scores = beam_search(model, source, beam_size=3, max_length=6)
+        >>> step, caches = step_and_caches(model, source, max_length=6)
+        >>> ids, scores = beam_search(step, caches, max_length=6, beam_size=3)
         >>> tuple(ids.shape), tuple(scores.shape)
         ((2, 6), (2,))
 
@@ -87,20 +95,18 @@ def beam_search(
         Human and Machine Translation", section 7 (length penalty, beam search).
         Ott et al. 2019, "fairseq: A Fast, Extensible Toolkit for Sequence Modeling" (the
         ``2K`` candidates, finished only among the first ``K``).
+        The step-function interface follows flax's ``examples/wmt/decode.py`` and keras-hub's
+        ``BeamSampler``.
     """
-    translator = as_translator(translator)
-    max_length = check_max_length(translator, max_length)
+    max_length = check_max_length(max_length)
     if isinstance(beam_size, numbers.Integral):
         if beam_size < 1:
             raise ValueError(f"beam_size must be at least 1, got {beam_size}.")
         k = int(beam_size)  # static shapes
     else:
         k = ops.cast(beam_size, "int32")  # a scalar tensor: dynamic shapes (graph mode)
-    vocab = translator.vocab_size
-    memory, source_padding = translator.encode(source_ids)
-    batch = ops.shape(source_ids)[0]
-    memory, source_padding = tile_for_beams((memory, source_padding), k)  # (B*K, ...)
-    caches = translator.init_caches(memory, max_length)
+    batch = batch_size(caches)
+    caches = tile_for_beams(caches, k)  # (B*K, ...)
     # Row b*K + k of a cache is beam k of sentence b: the offset of each sentence's beams.
     beam_offsets = ops.expand_dims(ops.arange(batch, dtype="int32") * k, 1)  # (B, 1)
     ranks = ops.arange(2 * k, dtype="int32")  # (2K,)
@@ -119,7 +125,8 @@ def beam_search(
         return go_on
 
     def body(index, tokens, alive_ids, alive_log_p, best_ids, best_score, caches):
-        logits, caches = translator.step(tokens, caches, index, source_padding)  # (B*K, V)
+        logits, new_caches = step(tokens, caches, index)  # (B*K, V)
+        vocab = ops.shape(logits)[-1]
         log_p = ops.log_softmax(mask_padding_logits(logits), axis=-1)
         log_p = ops.reshape(log_p, (batch, k, vocab)) + ops.expand_dims(alive_log_p, 2)
         top_log_p, top = ops.top_k(ops.reshape(log_p, (batch, k * vocab)), 2 * k)  # (B, 2K)
@@ -151,11 +158,12 @@ def beam_search(
         alive_ids = ops.take_along_axis(candidate_ids, ops.expand_dims(chosen, 2), axis=1)
         alive_parents = ops.take_along_axis(parents, chosen, axis=1)  # (B, K)
         rows = ops.reshape(alive_parents + beam_offsets, (-1,))  # (B*K,)
-        # Reorder the self-attention caches by parent; the cross caches are the same for
-        # every beam of a sentence, so they stay as they are.
-        caches = tuple(
-            ops.take(cache, rows, axis=0) if i % 2 == 0 else cache
-            for i, cache in enumerate(caches)
+        # The caches follow their parent beams. One that the step handed back untouched is
+        # still the same for every beam of a sentence (they start tiled): it stays as it is.
+        caches = keras.tree.map_structure(
+            lambda new, old: new if new is old else ops.take(new, rows, axis=0),
+            new_caches,
+            caches,
         )
         tokens = ops.reshape(ops.take_along_axis(top_tokens, chosen, axis=1), (-1, 1))
         return index + 1, tokens, alive_ids, alive_log_p, best_ids, best_score, caches

@@ -1,4 +1,4 @@
-"""Greedy search with the KV caches, and the slow reference that re-runs the whole model.
+"""Greedy search over a step function, and the slow reference that re-runs the whole model.
 
 Both loops are ``keras.ops.while_loop`` over fixed-size buffers, so they trace in plain
 TensorFlow graph mode and compile with XLA (``tf.function(jit_compile=True)``).
@@ -7,8 +7,8 @@ TensorFlow graph mode and compile with XLA (``tf.function(jit_compile=True)``).
 from keras import ops
 
 from zoo.data.sentencepiece_vocab import BOS_ID, EOS_ID, PAD_ID
-from zoo.decoding.incremental import (
-    as_translator,
+from zoo.decoding.search_helpers import (
+    batch_size,
     check_max_length,
     mask_padding_logits,
     write_column,
@@ -17,19 +17,21 @@ from zoo.decoding.incremental import (
 __all__ = ["greedy_search", "uncached_greedy_search"]
 
 
-def greedy_search(translator, source_ids, max_length, bos_id=BOS_ID, eos_id=EOS_ID):
-    """Translate by taking the most likely next token at every step, with the KV caches.
+def greedy_search(step, caches, max_length, bos_id=BOS_ID, eos_id=EOS_ID):
+    """Decode by taking the most likely next token at every step.
 
-    The encoder runs once, the cross-attention caches are computed once, and each step runs
-    the decoder on one token. A sequence is finished at its first EOS; the loop stops as soon
-    as every sequence of the batch is finished, or after ``max_length`` steps. The padding id
-    is never emitted.
+    Each step runs the model on one token per sequence through ``step``, which carries its
+    state (the KV caches, what it keeps of the encoder output) in ``caches``. A sequence is
+    finished at its first EOS; the loop stops as soon as every sequence of the batch is
+    finished, or after ``max_length`` steps. The padding id is never emitted.
 
     Args:
-        translator: an :class:`~zoo.decoding.IncrementalTranslator` (or the translator model).
-        source_ids: ``(B, S)`` int source ids, 0-padded.
-        max_length: Python int, the most tokens generated per sentence (EOS included);
-            None for every target position of the model.
+        step: ``step(token_ids, caches, index) -> (logits, caches)``: the ``(B, 1)`` int32
+            tokens at position ``index`` (a scalar int tensor) in, the float ``(B, V)`` logits
+            of the next token and the updated caches out (the same structure).
+        caches: the initial caches, a nested structure of batch-major tensors ``(B, ...)``.
+        max_length: Python int, the most tokens generated per sequence (EOS included); the
+            caches must have room for that many steps.
         bos_id: the id the decoder starts from.
         eos_id: the id that ends a sentence.
 
@@ -39,25 +41,24 @@ def greedy_search(translator, source_ids, max_length, bos_id=BOS_ID, eos_id=EOS_
 
     Example:
         >>> from zoo.models import build_translator, translator_config
+        >>> from zoo.models.translator import step_and_caches
         >>> model = build_translator(translator_config("tiny"))
         >>> source = ops.convert_to_tensor([[5, 6, 7, 0], [8, 9, 0, 0]], "int32")
-        >>> tuple(greedy_search(model, source, max_length=6).shape)
+        >>> step, caches = step_and_caches(model, source, max_length=6)
+        >>> tuple(greedy_search(step, caches, max_length=6).shape)
         (2, 6)
 
     References:
         Vaswani et al. 2017, "Attention Is All You Need" (autoregressive decoding).
     """
-    translator = as_translator(translator)
-    max_length = check_max_length(translator, max_length)
-    memory, source_padding = translator.encode(source_ids)
-    caches = translator.init_caches(memory, max_length)
-    batch = ops.shape(source_ids)[0]
+    max_length = check_max_length(max_length)
+    batch = batch_size(caches)
 
     def cond(index, token, ids, finished, caches):
         return ops.logical_and(index < max_length, ops.logical_not(ops.all(finished)))
 
     def body(index, token, ids, finished, caches):
-        logits, caches = translator.step(token, caches, index, source_padding)
+        logits, caches = step(token, caches, index)
         next_token = ops.cast(ops.argmax(mask_padding_logits(logits), axis=-1), "int32")  # (B,)
         ids = write_column(ids, index, ops.where(finished, PAD_ID, next_token))
         finished = ops.logical_or(finished, ops.equal(next_token, eos_id))
@@ -75,7 +76,7 @@ def greedy_search(translator, source_ids, max_length, bos_id=BOS_ID, eos_id=EOS_
 
 
 def uncached_greedy_search(
-    translator, source_ids, max_length, bos_id=BOS_ID, eos_id=EOS_ID, static_shapes=True
+    model, source_ids, max_length, bos_id=BOS_ID, eos_id=EOS_ID, static_shapes=True
 ):
     """Greedy search the slow way: the full model on the whole prefix at every step.
 
@@ -85,10 +86,10 @@ def uncached_greedy_search(
     and the baseline of the decoding benchmark. It returns what :func:`greedy_search` does.
 
     Args:
-        translator: an :class:`~zoo.decoding.IncrementalTranslator` (or the translator model).
+        model: the Keras translator itself, ``{"source": (B, S), "target_in": (B, T)}`` ids
+            -> logits ``(B, T, V)`` (a model of :func:`zoo.models.build_translator`).
         source_ids: ``(B, S)`` int source ids, 0-padded.
-        max_length: Python int, the most tokens generated per sentence (EOS included);
-            None for every target position of the model.
+        max_length: Python int, the most tokens generated per sentence (EOS included).
         bos_id: the id the decoder starts from.
         eos_id: the id that ends a sentence.
         static_shapes: run the model on the whole ``(B, max_length)`` target buffer at every
@@ -100,19 +101,22 @@ def uncached_greedy_search(
     Returns:
         ``(B, max_length)`` int32 ids, as :func:`greedy_search`.
     """
-    translator = as_translator(translator)
-    max_length = check_max_length(translator, max_length)
+    max_length = check_max_length(max_length)
+    source_ids = ops.cast(source_ids, "int32")
     batch = ops.shape(source_ids)[0]
+
+    def full_logits(target_in):
+        inputs = {"source": source_ids, "target_in": target_in}
+        return ops.cast(model(inputs, training=False), "float32")  # (B, T, V)
 
     def cond(index, target_in, ids, finished):
         return ops.logical_and(index < max_length, ops.logical_not(ops.all(finished)))
 
     def body(index, target_in, ids, finished):
         if static_shapes:
-            logits = translator.full_logits(source_ids, target_in)  # (B, L, V)
-            logits = ops.take(logits, index, axis=1)  # (B, V)
+            logits = ops.take(full_logits(target_in), index, axis=1)  # (B, V)
         else:
-            logits = translator.full_logits(source_ids, target_in[:, : index + 1])[:, -1]
+            logits = full_logits(target_in[:, : index + 1])[:, -1]  # (B, V)
         next_token = ops.cast(ops.argmax(mask_padding_logits(logits), axis=-1), "int32")  # (B,)
         ids = write_column(ids, index, ops.where(finished, PAD_ID, next_token))
         finished = ops.logical_or(finished, ops.equal(next_token, eos_id))

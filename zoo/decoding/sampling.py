@@ -1,4 +1,4 @@
-"""Sampling with the KV caches: temperature, top-k and top-p (nucleus) sampling."""
+"""Sampling over a step function: temperature, top-k and top-p (nucleus) sampling."""
 
 import numbers
 
@@ -6,8 +6,8 @@ import keras
 from keras import ops
 
 from zoo.data.sentencepiece_vocab import BOS_ID, EOS_ID, PAD_ID
-from zoo.decoding.incremental import (
-    as_translator,
+from zoo.decoding.search_helpers import (
+    batch_size,
     check_max_length,
     mask_padding_logits,
     write_column,
@@ -68,8 +68,8 @@ def sample_from_logits(logits, uniform, temperature=1.0, top_k=None, top_p=None)
 
 
 def sample(
-    translator,
-    source_ids,
+    step,
+    caches,
     max_length,
     temperature=1.0,
     top_k=None,
@@ -78,7 +78,7 @@ def sample(
     bos_id=BOS_ID,
     eos_id=EOS_ID,
 ):
-    """Translate by sampling every next token, with the KV caches.
+    """Decode by sampling every next token.
 
     Like :func:`~zoo.decoding.greedy_search`, but the next token is drawn from the model's
     distribution, sharpened or flattened by ``temperature`` and cut by ``top_k`` and
@@ -87,10 +87,11 @@ def sample(
     gives the same translations, also under ``tf.function`` and XLA.
 
     Args:
-        translator: an :class:`~zoo.decoding.IncrementalTranslator` (or the translator model).
-        source_ids: ``(B, S)`` int source ids, 0-padded.
-        max_length: Python int, the most tokens generated per sentence (EOS included);
-            None for every target position of the model.
+        step: ``step(token_ids, caches, index) -> (logits, caches)``, as for
+            :func:`~zoo.decoding.greedy_search`.
+        caches: the initial caches, a nested structure of batch-major tensors ``(B, ...)``.
+        max_length: Python int, the most tokens generated per sentence (EOS included); the
+            caches must have room for that many steps.
         temperature: a positive float (0 for the argmax).
         top_k: sample among the ``top_k`` most likely tokens (a Python int), or None.
         top_p: sample among the smallest set of most likely tokens with probability at least
@@ -106,34 +107,33 @@ def sample(
 
     Example:
         >>> from zoo.models import build_translator, translator_config
+        >>> from zoo.models.translator import step_and_caches
         >>> model = build_translator(translator_config("tiny"))
         >>> source = keras.ops.convert_to_tensor([[5, 6, 7, 0]], "int32")
-        >>> ids = sample(model, source, max_length=6, top_p=0.9, seed=1)
-        >>> bool(keras.ops.all(ids == sample(model, source, max_length=6, top_p=0.9, seed=1)))
+        >>> step, caches = step_and_caches(model, source, max_length=6)
+        >>> ids = sample(step, caches, max_length=6, top_p=0.9, seed=1)
+        >>> bool(keras.ops.all(ids == sample(step, caches, max_length=6, top_p=0.9, seed=1)))
         True
 
     References:
         Fan et al. 2018, "Hierarchical Neural Story Generation" (top-k sampling).
         Holtzman et al. 2020, "The Curious Case of Neural Text Degeneration" (top-p).
     """
-    translator = as_translator(translator)
-    max_length = check_max_length(translator, max_length)
+    max_length = check_max_length(max_length)
     if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
         raise ValueError(f"top_k must be a positive int or None, got {top_k!r}.")
     if top_p is not None and isinstance(top_p, numbers.Number) and not 0 < top_p <= 1:
         raise ValueError(f"top_p must be in (0, 1], got {top_p!r}.")
     if isinstance(temperature, numbers.Number) and temperature < 0:
         raise ValueError(f"temperature must be at least 0, got {temperature!r}.")
-    memory, source_padding = translator.encode(source_ids)
-    caches = translator.init_caches(memory, max_length)
-    batch = ops.shape(source_ids)[0]
+    batch = batch_size(caches)
     uniforms = keras.random.uniform((max_length, batch), seed=seed)  # one per step and row
 
     def cond(index, token, ids, finished, caches):
         return ops.logical_and(index < max_length, ops.logical_not(ops.all(finished)))
 
     def body(index, token, ids, finished, caches):
-        logits, caches = translator.step(token, caches, index, source_padding)
+        logits, caches = step(token, caches, index)
         next_token = sample_from_logits(
             mask_padding_logits(logits),
             ops.take(uniforms, index, axis=0),

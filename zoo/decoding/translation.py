@@ -1,8 +1,10 @@
-"""Sentences in, sentences out: tokenize, search under XLA, cut after EOS, detokenize.
+"""Sentences in, sentences out: the strings-to-strings frame around a search, and translate().
 
 This is the only TensorFlow-specific module of :mod:`zoo.decoding`: the tokenizer is tf-text
-(:class:`zoo.data.SentencePieceTokenizer`) and the search runs under
-``tf.function(jit_compile=True)``. TensorFlow is imported when :func:`translate` is called.
+(:class:`zoo.data.SentencePieceTokenizer`). :func:`translate_strings` is the frame, in graph
+ops, shared by :func:`translate` (the search under ``tf.function(jit_compile=True)``) and the
+SavedModel of :class:`zoo.export.TranslatorServing` (plain graph mode). It knows the tokenizer
+and an ids -> ids search, not the model. TensorFlow is imported when a function is called.
 """
 
 import weakref
@@ -10,16 +12,107 @@ import weakref
 from zoo.data.sentencepiece_vocab import EOS_ID, PAD_ID
 from zoo.decoding.beam import beam_search
 from zoo.decoding.greedy import greedy_search
-from zoo.decoding.incremental import IncrementalTranslator, check_max_length
 from zoo.decoding.sampling import sample
+from zoo.models.translator import step_and_caches, translator_layers
+from zoo.progress import Progress
 
-__all__ = ["translate"]
+__all__ = ["translate", "translate_strings", "translator_search"]
 
 METHODS = ("beam", "greedy", "sample")
 
 # model -> {settings: compiled function}; a model's functions go when the model goes.
 _COMPILED = weakref.WeakKeyDictionary()
 _LENGTH_BUCKET = 8  # source lengths are padded to a multiple of this, to bound recompiles
+
+
+def translate_strings(inputs, tokenizer, search, max_input_length=None):
+    """The frame of every text-to-text decoder: strings in, strings out, in TensorFlow ops.
+
+    Invalid UTF-8 in an input is replaced by U+FFFD; the input is tokenized and truncated to
+    its first ``max_input_length`` tokens. The rows with tokens go to ``search`` as one 0-padded
+    batch (none at all when no row has a token); its ids are cut after the first EOS of the
+    tokenizer, detokenized, and repaired to valid UTF-8 (byte pieces can spell invalid
+    UTF-8). A row without tokens (empty, blank, only invalid bytes) translates to ``""``.
+
+    Args:
+        inputs: ``tf.string`` ``(B,)``, the sentences (any bytes; B may be 0).
+        tokenizer: a :class:`zoo.data.SentencePieceTokenizer` (``tokenize``, ``detokenize``,
+            ``eos_id``).
+        search: a function of ``(B', S)`` int32 source ids, 0-padded, to ``(B', L)`` int ids
+            of the outputs; traced in the caller's graph.
+        max_input_length: the most tokens read per input; None reads them all.
+
+    Returns:
+        ``tf.string`` ``(B,)``: one valid UTF-8 output per input.
+
+    Example:
+        >>> import os, tempfile
+        >>> import tensorflow as tf
+        >>> from zoo.data import SentencePieceTokenizer, load_multi30k, train_sentencepiece
+        >>> texts = [s for pair in load_multi30k("val") for s in pair]
+        >>> path = train_sentencepiece(texts, os.path.join(tempfile.mkdtemp(), "sp"), 400)
+        >>> copy = lambda ids: ids  # a search that gives back its source
+        >>> outputs = translate_strings(
+        ...     tf.constant(["A dog runs.", ""]), SentencePieceTokenizer(path), copy)
+        >>> [text.decode() for text in outputs.numpy()]
+        ['A dog runs.', '']
+    """
+    import tensorflow as tf
+
+    eos_id = tokenizer.eos_id if tokenizer.eos_id >= 0 else EOS_ID
+    batch = tf.shape(inputs)[0]
+    texts = tf.strings.unicode_transcode(
+        inputs, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+    )
+    tokens = tokenizer.tokenize(texts)  # (B, None) ragged
+    if max_input_length is not None:
+        tokens = tokens[:, :max_input_length]
+    # Only the rows with tokens are decoded; the others translate to "".
+    keep = tf.where(tokens.row_lengths() > 0)[:, 0]  # (B',) int64
+    source = tf.gather(tokens, keep).to_tensor(default_value=PAD_ID)  # (B', S)
+
+    def decode():
+        ids = tf.convert_to_tensor(search(tf.cast(source, tf.int32)))  # (B', L)
+        # Cut after the first EOS.
+        eos_seen = tf.cumsum(tf.cast(tf.equal(ids, eos_id), tf.int32), axis=1)
+        ids = tf.where(tf.equal(eos_seen, 0), ids, PAD_ID)
+        return tokenizer.detokenize(ids)  # (B',)
+
+    outputs = tf.cond(tf.size(keep) > 0, decode, lambda: tf.zeros([0], tf.string))  # (B',)
+    outputs = tf.strings.unicode_transcode(
+        outputs, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+    )
+    return tf.tensor_scatter_nd_update(
+        tf.fill([batch], ""), tf.expand_dims(keep, 1), outputs
+    )  # (B,)
+
+
+def translator_search(model, method, max_length, beam_size=4, **kwargs):
+    """A translator's ids -> ids search, for :func:`translate_strings`.
+
+    Args:
+        model: a translator of :func:`zoo.models.build_translator`.
+        method: ``"beam"``, ``"greedy"`` or ``"sample"``.
+        max_length: Python int, the most target tokens per sentence.
+        beam_size: the beam size of ``"beam"`` (an int, or a scalar int tensor in graph mode).
+        **kwargs: further arguments of the search (``bos_id``, ``eos_id``, ``alpha``, ...).
+
+    Returns:
+        A function ``(B, S)`` source ids -> ``(B, max_length)`` int32 target ids.
+    """
+    if method not in METHODS:
+        raise ValueError(f"Unknown method {method!r}; choose from {METHODS}.")
+
+    def search(source_ids):
+        step, caches = step_and_caches(model, source_ids, max_length)
+        if method == "beam":
+            ids, _ = beam_search(step, caches, max_length, beam_size=beam_size, **kwargs)
+            return ids
+        if method == "greedy":
+            return greedy_search(step, caches, max_length, **kwargs)
+        return sample(step, caches, max_length, **kwargs)
+
+    return search
 
 
 def translate(
@@ -30,16 +123,17 @@ def translate(
     beam_size=4,
     max_length=None,
     batch_size=64,
+    verbose=False,
     **kwargs,
 ):
     """Translate sentences with a trained translator.
 
-    The sentences are tokenized in the graph by the tf-text tokenizer, truncated to the
-    model's positions and 0-padded; the search runs under ``tf.function(jit_compile=True)``,
-    compiled once per settings and padded shape and cached with the model; the ids are cut
-    after the first EOS and detokenized. Sources are padded to a multiple of 8 tokens, and
-    the sentences go through in batches of ``batch_size`` (the last one padded to a power of
-    two), so that few shapes are ever compiled; padding never changes a translation.
+    The sentences go through :func:`translate_strings` (tokenized in the graph by the tf-text
+    tokenizer, truncated to the model's positions, cut after EOS, detokenized) with the search
+    under ``tf.function(jit_compile=True)``, compiled once per settings and padded shape and
+    cached with the model. Sources are padded to a multiple of 8 tokens and batches to a
+    power of two, and the sentences go through in batches of ``batch_size``, so that few
+    shapes are ever compiled; padding never changes a translation.
 
     Args:
         model: a translator of :func:`zoo.models.build_translator`.
@@ -51,6 +145,7 @@ def translate(
         beam_size: the beam size of ``"beam"``.
         max_length: the most target tokens per sentence; defaults to the model's positions.
         batch_size: the most sentences decoded together.
+        verbose: draw a progress bar over the sentences on stderr.
         **kwargs: further arguments of the search: ``alpha``, ``early_stopping`` for beam
             search; ``temperature``, ``top_k``, ``top_p``, ``seed`` for sampling (an int seed
             gives the same translations on every call; without one they change).
@@ -79,8 +174,11 @@ def translate(
     sentences = list(sentences)
     if not sentences:
         return []
-    translator = IncrementalTranslator(model)
-    max_length = check_max_length(translator, max_length)
+    layers = translator_layers(model)
+    if max_length is None:
+        max_length = layers.max_length
+        if max_length is None:
+            raise ValueError("The model's embedding has no max_length: pass max_length.")
     # The tokenizer's generation changes when a seed reset killed its tf-text op: retrace then.
     generation = tokenizer.ensure_alive() if hasattr(tokenizer, "ensure_alive") else 0
     settings = (
@@ -88,57 +186,43 @@ def translate(
     )
     functions = _COMPILED.setdefault(model, {})
     if settings not in functions:
+        ids_kwargs = dict(kwargs, eos_id=tokenizer.eos_id if tokenizer.eos_id >= 0 else EOS_ID)
+        if tokenizer.bos_id >= 0:
+            ids_kwargs["bos_id"] = tokenizer.bos_id
+        if method == "beam":
+            ids_kwargs["beam_size"] = beam_size
+        search = translator_search(model, method, max_length, **ids_kwargs)
         functions[settings] = _make_translate_function(
-            tf, translator, tokenizer, method, beam_size, max_length, kwargs
+            tf, tokenizer, search, layers.max_source_length
         )
     run = functions[settings]
 
     outputs = []
+    progress = Progress(len(sentences), enabled=verbose, unit="sentences")
     for start in range(0, len(sentences), batch_size):
         chunk = sentences[start : start + batch_size]
-        padded = 1 << (len(chunk) - 1).bit_length()  # the next power of two
-        texts = run(tf.constant(chunk + [""] * (padded - len(chunk))))
-        texts = texts.numpy()[: len(chunk)]
+        texts = run(tf.constant(chunk)).numpy()
         outputs += [text.decode("utf-8", errors="replace") for text in texts]
+        progress.add(len(chunk))
     return outputs
 
 
-def _make_translate_function(tf, translator, tokenizer, method, beam_size, max_length, kwargs):
-    eos_id = tokenizer.eos_id if tokenizer.eos_id >= 0 else EOS_ID
-    ids_kwargs = dict(kwargs)
-    if tokenizer.bos_id >= 0:
-        ids_kwargs["bos_id"] = tokenizer.bos_id
-    ids_kwargs["eos_id"] = eos_id
-    source_limit = translator.max_length
+def _make_translate_function(tf, tokenizer, search, source_limit):
+    """The frame in a ``tf.function`` over the search under XLA, on bucketed shapes."""
+    compiled = tf.function(search, jit_compile=True)
 
-    @tf.function(jit_compile=True)
-    def search(source):
-        if method == "beam":
-            ids, _ = beam_search(
-                translator, source, beam_size=beam_size, max_length=max_length, **ids_kwargs
-            )
-            return ids
-        if method == "greedy":
-            return greedy_search(translator, source, max_length, **ids_kwargs)
-        return sample(translator, source, max_length, **ids_kwargs)
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def run(sentences):
-        tokens = tokenizer.tokenize(sentences)  # (B, None) ragged
-        if source_limit is not None:
-            tokens = tokens[:, :source_limit]
-        source = tokens.to_tensor(default_value=PAD_ID)  # (B, S)
-        length = tf.shape(source)[1]
+    def bucketed(source):  # (B', S)
+        batch, length = tf.shape(source)[0], tf.shape(source)[1]
+        # The next power of two rows and multiple of 8 tokens (within the positions).
+        rows = tf.while_loop(lambda n: n < batch, lambda n: 2 * n, [tf.constant(1)])[0]
         padded = tf.maximum((length + _LENGTH_BUCKET - 1) // _LENGTH_BUCKET, 1) * _LENGTH_BUCKET
         if source_limit is not None:
             padded = tf.maximum(tf.minimum(padded, source_limit), length)
-        source = tf.pad(source, [[0, 0], [0, padded - length]])
-        ids = search(source)  # (B, L)
-        # Cut after the first EOS (the searches already pad with 0 there).
-        before_eos = tf.equal(tf.cumsum(tf.cast(tf.equal(ids, eos_id), tf.int32), axis=1), 0)
-        ids = tf.where(before_eos, ids, PAD_ID)
-        # A sentence with no tokens (empty, blank) translates to the empty string.
-        has_tokens = tf.reduce_any(tf.not_equal(source, PAD_ID), axis=1)
-        return tf.where(has_tokens, tokenizer.detokenize(ids), "")
+        source = tf.pad(source, [[0, rows - batch], [0, padded - length]])
+        return compiled(source)[:batch]  # (B', L)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def run(sentences):
+        return translate_strings(sentences, tokenizer, bucketed, max_input_length=source_limit)
 
     return run

@@ -5,8 +5,10 @@ from zoo.evaluation.bleu import save_evaluation
 
 
 def evaluate_translator(model, tokenizer, split, output_dir, method="beam", beam_size=5,
-                        max_length=None):
+                        max_length=None, verbose=False):
     """Translate a Multi30k split, score it two ways and save the hypotheses beside the score.
+
+    ``verbose`` draws a progress bar over the sentences on stderr.
 
     Returns:
         The score dict (see ``zoo.evaluation.corpus_bleu``).
@@ -17,7 +19,8 @@ def evaluate_translator(model, tokenizer, split, output_dir, method="beam", beam
     sources = [source for source, _ in pairs]
     references = [reference for _, reference in pairs]
     hypotheses = translate(
-        model, tokenizer, sources, method=method, beam_size=beam_size, max_length=max_length
+        model, tokenizer, sources, method=method, beam_size=beam_size, max_length=max_length,
+        verbose=verbose,
     )
     name = f"{split}.{method}{beam_size if method == 'beam' else ''}"
     return save_evaluation(

@@ -7,9 +7,10 @@
       sentencepiece.model   the SentencePiece vocabulary (the same bytes as the tokenizer's)
       serving/              a TensorFlow SavedModel: strings in, strings out
 
-The SavedModel is built from :class:`TranslatorServing`, a ``tf.Module`` whose functions run
-the whole translation in the graph: UTF-8 repair, SentencePiece tokenization (tf-text, from the
-model bytes of the vocabulary), truncation, the decoding loop of :mod:`zoo.decoding` with the KV
+The SavedModel is built from :class:`TranslatorServing`, a ``tf.Module`` whose functions run the
+whole translation in the graph, in the frame of :func:`zoo.decoding.translate_strings` (the one that
+:func:`zoo.decoding.translate` runs too): UTF-8 repair, SentencePiece tokenization (tf-text, from
+the model bytes of the vocabulary), truncation, the decoding loop of :mod:`zoo.decoding` with the KV
 caches, the cut after EOS and detokenization. Loading it needs TensorFlow and the tf-text ops
 (``import tensorflow_text``), not zoo and not Keras; TensorFlow Serving images that include the
 tf-text ops serve it as it is.
@@ -67,31 +68,18 @@ import os
 import keras
 import tensorflow as tf
 
+from zoo.artifacts import MODEL_FILE, SENTENCEPIECE_FILE, SERVING_DIR
 from zoo.data.sentencepiece_vocab import PAD_ID, SentencePieceTokenizer
-from zoo.decoding import IncrementalTranslator, beam_search, greedy_search
+from zoo.decoding.translation import translate_strings, translator_search
+from zoo.models.translator import translator_layers
 
 __all__ = ["MAX_BEAM_SIZE", "SIGNATURES", "TranslatorServing", "export_translator"]
 
 MAX_BEAM_SIZE = 16  # the largest beam of `translate_beam`; larger requests are clamped to it
 SIGNATURES = ("serving_default", "translate_greedy", "translate_beam")
-MODEL_FILE = "model.keras"
-VOCABULARY_FILE = "sentencepiece.model"
-SERVING_DIR = "serving"
 
 _STRINGS = tf.TensorSpec([None], tf.string, name="inputs")
 _BEAM_SIZE = tf.TensorSpec([], tf.int32, name="beam_size")
-
-
-def _source_positions(model):
-    """The number of source positions of a translator's embedding (None when unbounded)."""
-    names = {layer.name for layer in model.layers}
-    name = "embedding" if "embedding" in names else "source_embedding"
-    if name not in names:
-        raise ValueError(
-            f"Model {model.name!r} has no layer 'embedding' or 'source_embedding': it is not a "
-            "translator of zoo.models.build_translator."
-        )
-    return model.get_layer(name).max_length
 
 
 def _positive_int(value, name):
@@ -156,22 +144,22 @@ class TranslatorServing(tf.Module):
         if isinstance(tokenizer, SentencePieceTokenizer):
             tokenizer = tokenizer.model_proto
         tokenizer = SentencePieceTokenizer(tokenizer)
-        translator = IncrementalTranslator(model)
+        layers = translator_layers(model)
         if tokenizer.pad_id != PAD_ID or tokenizer.bos_id < 0 or tokenizer.eos_id < 0:
             raise ValueError(
                 f"The vocabulary needs pad id {PAD_ID}, a BOS and an EOS id; it has pad id "
                 f"{tokenizer.pad_id}, BOS {tokenizer.bos_id}, EOS {tokenizer.eos_id}."
             )
-        if tokenizer.vocab_size != translator.vocab_size:
+        if tokenizer.vocab_size != layers.vocab_size:
             raise ValueError(
                 f"The vocabulary has {tokenizer.vocab_size} pieces but the model "
-                f"{model.name!r} has vocab_size={translator.vocab_size}: not its vocabulary."
+                f"{model.name!r} has vocab_size={layers.vocab_size}: not its vocabulary."
             )
-        source_positions = _source_positions(model)
+        source_positions = layers.max_source_length
         if max_input_length is None:
             max_input_length = source_positions
         if max_output_length is None:
-            max_output_length = translator.max_length
+            max_output_length = layers.max_length
         if max_input_length is None or max_output_length is None:
             raise ValueError(
                 "The model's embedding has no max_length: pass max_input_length and "
@@ -184,10 +172,10 @@ class TranslatorServing(tf.Module):
                 f"max_input_length={max_input_length} is more than the model's "
                 f"{source_positions} source positions."
             )
-        if translator.max_length is not None and max_output_length > translator.max_length:
+        if layers.max_length is not None and max_output_length > layers.max_length:
             raise ValueError(
                 f"max_output_length={max_output_length} is more than the model's "
-                f"{translator.max_length} target positions."
+                f"{layers.max_length} target positions."
             )
         _positive_int(default_beam_size, "default_beam_size")
         if default_beam_size > MAX_BEAM_SIZE:
@@ -199,8 +187,11 @@ class TranslatorServing(tf.Module):
         self.max_output_length = max_output_length
         self.default_beam_size = default_beam_size
         self.alpha = float(alpha)
-        self._translator = translator  # a plain object: not tracked, holds no state
-        self._ids = {"bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
+        ids = {"bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
+        # A plain function, not tracked: the SavedModel holds the variables, not the model.
+        self._search = lambda method, **kwargs: translator_search(
+            model, method, max_output_length, **ids, **kwargs
+        )
 
     # ------------------------------------------------------------------ signatures
     @tf.function(input_signature=[_STRINGS])
@@ -253,45 +244,11 @@ class TranslatorServing(tf.Module):
 
     # ------------------------------------------------------------------ the graph
     def _translate(self, inputs, method, beam_size):
-        batch = tf.shape(inputs)[0]
-        texts = tf.strings.unicode_transcode(
-            inputs, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
-        )
-        tokens = self.tokenizer.tokenize(texts)[:, : self.max_input_length]  # (B, None)
-        # Only the sentences with tokens are decoded; the others translate to "".
-        keep = tf.where(tokens.row_lengths() > 0)[:, 0]  # (B',) int64
-        source = tf.gather(tokens, keep).to_tensor(default_value=PAD_ID)  # (B', S)
-
-        def decode():
-            if method == "greedy":
-                ids = greedy_search(
-                    self._translator, source, self.max_output_length, **self._ids
-                )
-            else:
-                ids, _ = beam_search(
-                    self._translator,
-                    source,
-                    beam_size=beam_size,
-                    max_length=self.max_output_length,
-                    alpha=self.alpha,
-                    **self._ids,
-                )
-            ids = tf.convert_to_tensor(ids)  # (B', L)
-            # Cut after the first EOS (the searches already pad with 0 there).
-            eos_seen = tf.cumsum(tf.cast(tf.equal(ids, self._ids["eos_id"]), tf.int32), axis=1)
-            ids = tf.where(tf.equal(eos_seen, 0), ids, PAD_ID)
-            return self.tokenizer.detokenize(ids)  # (B',)
-
-        translations = tf.cond(
-            tf.size(keep) > 0, decode, lambda: tf.zeros([0], tf.string)
-        )  # (B',)
-        # Byte pieces can spell invalid UTF-8: replace it, so every output is valid text.
-        translations = tf.strings.unicode_transcode(
-            translations, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
-        )
-        return tf.tensor_scatter_nd_update(
-            tf.fill([batch], ""), tf.expand_dims(keep, 1), translations
-        )  # (B,)
+        if method == "greedy":
+            search = self._search("greedy")
+        else:
+            search = self._search("beam", beam_size=beam_size, alpha=self.alpha)
+        return translate_strings(inputs, self.tokenizer, search, self.max_input_length)
 
 
 def export_translator(
@@ -362,7 +319,7 @@ def export_translator(
     # optimizer state (twice the weights again), so save an uncompiled model of the same layers.
     inference_model = keras.Model(model.input, model.output, name=model.name)
     inference_model.save(os.path.join(output_dir, MODEL_FILE))
-    with open(os.path.join(output_dir, VOCABULARY_FILE), "wb") as f:
+    with open(os.path.join(output_dir, SENTENCEPIECE_FILE), "wb") as f:
         f.write(serving.tokenizer.model_proto)
     serving.save(os.path.join(output_dir, SERVING_DIR))
     return output_dir

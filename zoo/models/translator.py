@@ -1,8 +1,17 @@
-"""The autoregressive encoder-decoder translator (Multi30k En->De), built with the functional API."""
+"""The autoregressive encoder-decoder translator (Multi30k En->De), built with the functional API.
 
+The forward pass is written once, as an encoder stack and a decoder stack over the model's
+layers. :func:`build_translator` runs them on symbolic inputs; :func:`encode`,
+:func:`init_caches` and :func:`step` run the same functions on tensors, the decoder one token
+at a time with its KV caches, for the searches of :mod:`zoo.decoding`
+(:func:`step_and_caches` gives what a search takes).
+"""
+
+import functools
 from dataclasses import dataclass, replace
 
 import keras
+from keras import ops
 
 from zoo.layers import TokenAndPositionEmbedding, TransformerDecoderBlock, TransformerEncoderBlock
 from zoo.models.presets import from_presets
@@ -115,13 +124,238 @@ def _block_kwargs(config):
     )
 
 
+@dataclass(frozen=True)
+class TranslatorLayers:
+    """A translator's layers by role: what its encoder and decoder stacks run.
+
+    ``source_embedding`` and ``target_embedding`` are one layer when the embeddings are shared;
+    ``output_projection`` is None when it is tied to the target embedding, and the final norms
+    are None in post-LN models.
+
+    Attributes:
+        vocab_size: V, the size of the target vocabulary.
+        max_length: the number of target positions (None when unbounded: sinusoidal encodings
+            without ``max_length``). A search of ``max_length`` steps uses positions
+            ``0 .. max_length - 1``.
+        max_source_length: the number of source positions (None when unbounded).
+        num_caches: the number of KV caches of a search: two per decoder block.
+    """
+
+    source_embedding: keras.layers.Layer
+    target_embedding: keras.layers.Layer
+    encoder_blocks: tuple
+    decoder_blocks: tuple
+    encoder_norm: keras.layers.Layer = None
+    decoder_norm: keras.layers.Layer = None
+    output_projection: keras.layers.Layer = None
+
+    @property
+    def vocab_size(self):
+        return self.target_embedding.vocab_size
+
+    @property
+    def max_length(self):
+        return self.target_embedding.max_length
+
+    @property
+    def max_source_length(self):
+        return self.source_embedding.max_length
+
+    @property
+    def num_caches(self):
+        return 2 * len(self.decoder_blocks)
+
+
+class _NewLayers:
+    """The layers of a new translator, each made when the builder's stacks first reach it.
+
+    A layer draws random seeds when it is made and again when it is built, so making each one
+    just before its first call keeps the order of the draws, and with it the weights that a
+    given seed builds, as they have always been. It has the attributes of
+    :class:`TranslatorLayers`; the blocks come as generators, made one at a time.
+    """
+
+    def __init__(self, config):
+        self.config = config
+
+    @functools.cached_property
+    def _embeddings(self):
+        if self.config.share_embeddings:
+            embedding = _embedding(self.config, "embedding")
+            return embedding, embedding
+        return _embedding(self.config, "source_embedding"), _embedding(
+            self.config, "target_embedding"
+        )
+
+    @property
+    def source_embedding(self):
+        return self._embeddings[0]
+
+    @property
+    def target_embedding(self):
+        return self._embeddings[1]
+
+    @property
+    def encoder_blocks(self):
+        kwargs = _block_kwargs(self.config)
+        for i in range(self.config.encoder_layers):
+            yield TransformerEncoderBlock(**kwargs, name=f"encoder_block_{i}")
+
+    @property
+    def decoder_blocks(self):
+        kwargs = _block_kwargs(self.config)
+        for i in range(self.config.decoder_layers):
+            yield TransformerDecoderBlock(**kwargs, name=f"decoder_block_{i}")
+
+    @functools.cached_property
+    def encoder_norm(self):
+        return self._final_norm("encoder_norm")
+
+    @functools.cached_property
+    def decoder_norm(self):
+        return self._final_norm("decoder_norm")
+
+    @functools.cached_property
+    def output_projection(self):
+        if self.config.share_embeddings:
+            return None  # tied to the target embedding
+        return keras.layers.Dense(self.config.vocab_size, name="output_projection")
+
+    def _final_norm(self, name):
+        if not self.config.normalize_first:
+            return None  # post-LN blocks end normalized
+        return keras.layers.LayerNormalization(epsilon=1e-5, name=name)
+
+
+def translator_layers(model):
+    """The :class:`TranslatorLayers` of a translator, found by their stable names.
+
+    This is the one place that reads a model by layer names, so a model loaded from a
+    ``.keras`` file (also one saved before the layers had a class of their own) decodes with
+    the same stacks as the builder runs.
+
+    Args:
+        model: a ``keras.Model`` of :func:`build_translator`, built or loaded.
+
+    Returns:
+        Its :class:`TranslatorLayers`.
+
+    Raises:
+        ValueError: the model lacks a layer a translator has.
+    """
+    layers = {layer.name: layer for layer in model.layers}
+
+    def find(name):
+        if name not in layers:
+            raise ValueError(
+                f"A translator needs a layer named {name!r}; model {model.name!r} (not a model "
+                f"of zoo.models.build_translator?) has {sorted(layers)}."
+            )
+        return layers[name]
+
+    def numbered(prefix):
+        blocks = []
+        while f"{prefix}{len(blocks)}" in layers:
+            blocks.append(layers[f"{prefix}{len(blocks)}"])
+        return tuple(blocks)
+
+    if "embedding" in layers:
+        source_embedding = target_embedding = layers["embedding"]
+        output_projection = None  # tied: embedding(hidden, reverse=True)
+    else:
+        source_embedding = find("source_embedding")
+        target_embedding = find("target_embedding")
+        output_projection = find("output_projection")
+    decoder_blocks = numbered("decoder_block_")
+    if not decoder_blocks:
+        find("decoder_block_0")
+    return TranslatorLayers(
+        source_embedding,
+        target_embedding,
+        numbered("encoder_block_"),
+        decoder_blocks,
+        encoder_norm=layers.get("encoder_norm"),
+        decoder_norm=layers.get("decoder_norm"),
+        output_projection=output_projection,
+    )
+
+
+# ---------------------------------------------------------------------- the forward pass
+def _encoder_stack(layers, source_ids, padding_mask=None, training=None):
+    """Embed and encode the source: ``(B, S)`` ids -> ``(B, S, D)``, after the final norm.
+
+    Without ``padding_mask`` (the builder's symbolic inputs) the blocks read the padding from
+    the embedding's implicit Keras mask.
+    """
+    x = layers.source_embedding(source_ids, training=training)  # (B, S, D)
+    for block in layers.encoder_blocks:
+        x = block(x, padding_mask=padding_mask, training=training)  # (B, S, D)
+    if layers.encoder_norm is not None:
+        x = layers.encoder_norm(x)
+    return x
+
+
+def _decoder_stack(
+    layers,
+    target_ids,
+    encoder_output=None,
+    padding_mask=None,
+    encoder_padding_mask=None,
+    caches=None,
+    index=0,
+    return_cross_attention=False,
+    training=None,
+):
+    """Embed and decode the target, then project: ``(B, T)`` ids -> logits ``(B, T, V)``.
+
+    Over a whole target it attends over ``encoder_output`` (the builder: masks implicit; the
+    pictures: masks given). One token at a time it takes ``caches``, one ``(self, cross)`` pair
+    per block, and the position ``index`` of ``target_ids``.
+
+    Returns:
+        ``(logits, caches, cross_weights)``: the logits ``(B, T, V)``; the blocks' updated
+        cache pairs (empty without ``caches``); their cross-attention weights ``(B, N, T, S)``
+        (empty unless ``return_cross_attention``).
+    """
+    y = layers.target_embedding(target_ids, start_index=index, training=training)  # (B, T, D)
+    new_caches, cross_weights = [], []
+    for i, block in enumerate(layers.decoder_blocks):
+        cache = {}
+        if caches is not None:
+            self_cache, cross_cache = caches[i]
+            cache = dict(self_cache=self_cache, cross_cache=cross_cache, cache_index=index)
+        outputs = block(
+            y,
+            encoder_output,
+            padding_mask=padding_mask,
+            encoder_padding_mask=encoder_padding_mask,
+            return_attention_scores=return_cross_attention,
+            training=training,
+            **cache,
+        )
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        y = outputs[0]  # (B, T, D)
+        if return_cross_attention:
+            cross_weights.append(outputs[2])  # (B, N, T, S)
+        if caches is not None:
+            new_caches.append(tuple(outputs[-2:]))  # (B, 2, L, N, H), (B, 2, S, N, H)
+    if layers.decoder_norm is not None:
+        y = layers.decoder_norm(y)
+    if layers.output_projection is None:
+        logits = layers.target_embedding(y, reverse=True)  # (B, T, V), the tied projection
+    else:
+        logits = layers.output_projection(y)  # (B, T, V)
+    return logits, tuple(new_caches), cross_weights
+
+
 def build_translator(config):
     """A functional encoder-decoder: ``{"source", "target_in"}`` token ids -> target logits.
 
-    Layer names are stable, so decoding and export find the parts by name:
-    ``source_embedding``/``target_embedding`` (one shared ``embedding`` when
-    ``share_embeddings``), ``encoder_block_{i}``, ``encoder_norm``, ``decoder_block_{i}``,
-    ``decoder_norm`` and ``output_projection`` (absent when the embedding is tied).
+    Layer names are stable, so decoding and export find the parts by name
+    (:func:`translator_layers`): ``source_embedding``/``target_embedding`` (one shared
+    ``embedding`` when ``share_embeddings``), ``encoder_block_{i}``, ``encoder_norm``,
+    ``decoder_block_{i}``, ``decoder_norm`` and ``output_projection`` (absent when the
+    embedding is tied).
 
     Args:
         config: a :class:`TranslatorConfig`.
@@ -134,29 +368,160 @@ def build_translator(config):
         >>> model = build_translator(get_config("tiny"))
         >>> model.output_shape
         (None, None, 1000)
+
+    References:
+        Vaswani et al. 2017, "Attention Is All You Need".
     """
     source = keras.Input((None,), dtype="int32", name="source")
     target_in = keras.Input((None,), dtype="int32", name="target_in")
-    if config.share_embeddings:
-        source_embedding = target_embedding = _embedding(config, "embedding")
-    else:
-        source_embedding = _embedding(config, "source_embedding")
-        target_embedding = _embedding(config, "target_embedding")
-
-    x = source_embedding(source)  # (B, S, D), carries the padding mask
-    for i in range(config.encoder_layers):
-        x = TransformerEncoderBlock(**_block_kwargs(config), name=f"encoder_block_{i}")(x)
-    if config.normalize_first:
-        x = keras.layers.LayerNormalization(epsilon=1e-5, name="encoder_norm")(x)
-
-    y = target_embedding(target_in)  # (B, T, D)
-    for i in range(config.decoder_layers):
-        y = TransformerDecoderBlock(**_block_kwargs(config), name=f"decoder_block_{i}")(y, x)
-    if config.normalize_first:
-        y = keras.layers.LayerNormalization(epsilon=1e-5, name="decoder_norm")(y)
-
-    if config.share_embeddings:
-        logits = target_embedding(y, reverse=True)  # (B, T, V), the tied projection
-    else:
-        logits = keras.layers.Dense(config.vocab_size, name="output_projection")(y)
+    layers = _NewLayers(config)
+    memory = _encoder_stack(layers, source)  # (B, S, D), carries the padding mask
+    logits, _, _ = _decoder_stack(layers, target_in, memory)  # (B, T, V)
     return keras.Model({"source": source, "target_in": target_in}, logits, name="translator")
+
+
+# ---------------------------------------------------------------------- incremental decoding
+def encode(model, source_ids):
+    """Run the encoder once.
+
+    Args:
+        model: a translator of :func:`build_translator`.
+        source_ids: ``(B, S)`` int ids, 0-padded.
+
+    Returns:
+        ``(memory, source_padding)``: the encoder output ``(B, S, D)`` and the boolean
+        ``(B, S)`` mask, True on real tokens.
+    """
+    layers = translator_layers(model)
+    source_ids = ops.cast(source_ids, "int32")
+    source_padding = layers.source_embedding.compute_mask(source_ids)  # (B, S)
+    memory = _encoder_stack(layers, source_ids, padding_mask=source_padding, training=False)
+    return memory, source_padding
+
+
+def init_caches(model, memory, source_padding, max_length):
+    """The caches of a search of ``max_length`` steps over ``memory``.
+
+    Args:
+        model: a translator of :func:`build_translator`.
+        memory: ``(B, S, D)``, the encoder output of :func:`encode`.
+        source_padding: ``(B, S)`` boolean, True on real source tokens.
+        max_length: Python int, the number of decoder steps (and self-attention cache slots);
+            at most the model's target positions.
+
+    Returns:
+        A dict of batch-major tensors: ``"blocks"``, one ``(self, cross)`` pair per decoder
+        block, its empty self-attention cache ``(B, 2, max_length, N, H)`` and its
+        cross-attention cache ``(B, 2, S, N, H)`` computed here once from ``memory``; and
+        ``"source_padding"``.
+
+    Raises:
+        ValueError: ``max_length`` is not a positive int, or more than the target positions.
+    """
+    layers = translator_layers(model)
+    limit = layers.max_length
+    if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 1:
+        raise ValueError(f"max_length must be a positive Python int, got {max_length!r}.")
+    if limit is not None and max_length > limit:
+        raise ValueError(
+            f"max_length={max_length} needs {max_length} target positions, but the model's "
+            f"embedding has max_length={limit}."
+        )
+    batch = ops.shape(memory)[0]
+    blocks = tuple(
+        (block.init_self_cache(batch, max_length), block.compute_cross_cache(memory))
+        for block in layers.decoder_blocks
+    )
+    return {"blocks": blocks, "source_padding": source_padding}
+
+
+def step(model, token_ids, caches, index):
+    """One decoder step: the logits of the token after ``token_ids``.
+
+    Args:
+        model: a translator of :func:`build_translator`.
+        token_ids: ``(B, 1)`` int ids, the token at position ``index`` (BOS at 0).
+        caches: the dict of :func:`init_caches`, or of the previous step.
+        index: int or scalar int tensor, the position of ``token_ids``.
+
+    Returns:
+        ``(logits, caches)``: float32 logits ``(B, V)`` of the next token, and the caches with
+        this step's keys and values written at ``index`` (the cross caches and the source
+        padding are handed back as they came).
+    """
+    layers = translator_layers(model)
+    if len(caches["blocks"]) != len(layers.decoder_blocks):
+        raise ValueError(
+            f"Expected {layers.num_caches} caches, got {2 * len(caches['blocks'])}."
+        )
+    logits, blocks, _ = _decoder_stack(
+        layers,
+        ops.cast(token_ids, "int32"),
+        encoder_padding_mask=caches["source_padding"],
+        caches=caches["blocks"],
+        index=index,
+        training=False,
+    )
+    caches = {"blocks": blocks, "source_padding": caches["source_padding"]}
+    return ops.cast(logits[:, 0, :], "float32"), caches
+
+
+def step_and_caches(model, source_ids, max_length):
+    """What every search of :mod:`zoo.decoding` takes: the step function and the caches.
+
+    The encoder runs here, once. Beam search repeats the caches per beam itself, so the same
+    pair serves greedy search, sampling and beam search.
+
+    Args:
+        model: a translator of :func:`build_translator`.
+        source_ids: ``(B, S)`` int source ids, 0-padded.
+        max_length: Python int, the most tokens the search generates (its ``max_length``).
+
+    Returns:
+        ``(step, caches)``: ``step(token_ids, caches, index) -> (logits, caches)`` (this
+        module's :func:`step` for ``model``) and the initial caches of :func:`init_caches`.
+
+    Example:
+        >>> from zoo.decoding import greedy_search
+        >>> model = build_translator(get_config("tiny"))
+        >>> source = ops.convert_to_tensor([[5, 6, 7, 0], [8, 9, 0, 0]], "int32")
+        >>> step_fn, caches = step_and_caches(model, source, max_length=6)
+        >>> tuple(greedy_search(step_fn, caches, max_length=6).shape)
+        (2, 6)
+    """
+    memory, source_padding = encode(model, source_ids)
+    caches = init_caches(model, memory, source_padding, max_length)
+    return functools.partial(step, model), caches
+
+
+def full_logits(model, source_ids, target_in):
+    """The whole model at once: ``(B, S)`` and ``(B, T)`` ids -> float32 logits ``(B, T, V)``."""
+    inputs = {"source": ops.cast(source_ids, "int32"), "target_in": ops.cast(target_in, "int32")}
+    return ops.cast(model(inputs, training=False), "float32")
+
+
+def cross_attention_weights(model, source_ids, target_in):
+    """The cross-attention weights of every decoder block, for pictures.
+
+    Args:
+        model: a translator of :func:`build_translator`.
+        source_ids: ``(B, S)`` int ids, 0-padded.
+        target_in: ``(B, T)`` int ids, BOS first (the decoder input).
+
+    Returns:
+        A list with one ``(B, N, T, S)`` array per decoder block: how much each target
+        position attends to each source token.
+    """
+    layers = translator_layers(model)
+    memory, source_padding = encode(model, source_ids)
+    target_in = ops.cast(target_in, "int32")
+    _, _, weights = _decoder_stack(
+        layers,
+        target_in,
+        memory,
+        padding_mask=layers.target_embedding.compute_mask(target_in),
+        encoder_padding_mask=source_padding,
+        return_cross_attention=True,
+        training=False,
+    )
+    return weights

@@ -1,0 +1,59 @@
+"""What the searches share: the batch size of the caches, their repetition per beam, the
+masking of the padding id, the writing of one column of a ``(B, L)`` buffer, and the check of
+``max_length``. Everything is ``keras.ops``, safe under XLA and in plain graph mode.
+"""
+
+import numbers
+
+import keras
+from keras import ops
+
+from zoo.data.sentencepiece_vocab import PAD_ID
+
+__all__ = [
+    "batch_size",
+    "check_max_length",
+    "mask_padding_logits",
+    "tile_for_beams",
+    "write_column",
+]
+
+
+def batch_size(caches):
+    """B, the batch size of a nested structure of batch-major tensors (int or scalar tensor)."""
+    return ops.shape(keras.tree.flatten(caches)[0])[0]
+
+
+def tile_for_beams(x, beam_size):
+    """Repeat each batch row ``beam_size`` times: ``(B, ...)`` -> ``(B * K, ...)``.
+
+    Row ``b * K + k`` of the result is beam ``k`` of example ``b``. ``x`` may be a tensor or
+    any nested structure of batch-major tensors (the caches); ``beam_size`` an int or a scalar
+    int tensor.
+    """
+    return keras.tree.map_structure(lambda item: ops.repeat(item, beam_size, axis=0), x)
+
+
+def mask_padding_logits(logits, pad_id=PAD_ID):
+    """Forbid the padding id: its logit becomes -inf, so no search ever emits it."""
+    vocab = ops.arange(ops.shape(logits)[-1], dtype="int32")
+    return ops.where(ops.equal(vocab, pad_id), float("-inf"), logits)
+
+
+def write_column(buffer, index, values):
+    """``buffer`` ``(..., L)`` with column ``index`` set to ``values`` ``(...)``."""
+    columns = ops.arange(ops.shape(buffer)[-1], dtype="int32")
+    at_index = ops.equal(columns, ops.cast(index, "int32"))
+    return ops.where(at_index, ops.expand_dims(ops.cast(values, buffer.dtype), -1), buffer)
+
+
+def check_max_length(max_length):
+    """``max_length`` as an int; it must be a positive Python int (it sizes the buffers).
+
+    Whether it fits the model's positions is the model's check, made when its caches are made.
+    """
+    if not isinstance(max_length, numbers.Integral) or isinstance(max_length, bool):
+        raise ValueError(f"max_length must be a Python int, got {max_length!r}.")
+    if max_length < 1:
+        raise ValueError(f"max_length must be at least 1, got {max_length}.")
+    return int(max_length)
