@@ -286,11 +286,11 @@ def test_the_keras_file_has_no_optimizer_state(model, tokenizer, tmp_path):
 
     import h5py
 
-    from zoo.training import compile_translator
+    from zoo.tasks import get_task
 
     config = translator_config("tiny", vocab_size=VOCAB_SIZE, max_length=MAX_LENGTH,
                                share_embeddings=False)
-    trained = compile_translator(build_translator(config), config)
+    trained = get_task("translator").compile_model(build_translator(config), config)
     trained.optimizer.build(trained.trainable_variables)  # as after training
     trained.set_weights(model.get_weights())
     out = export_translator(trained, tokenizer, str(tmp_path / "export"))

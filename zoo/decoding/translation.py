@@ -59,12 +59,11 @@ def translate_strings(inputs, tokenizer, search, max_input_length=None):
     """
     import tensorflow as tf
 
+    from zoo.data.utf8 import repair_utf8
+
     eos_id = tokenizer.eos_id if tokenizer.eos_id >= 0 else EOS_ID
     batch = tf.shape(inputs)[0]
-    texts = tf.strings.unicode_transcode(
-        inputs, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
-    )
-    tokens = tokenizer.tokenize(texts)  # (B, None) ragged
+    tokens = tokenizer.tokenize(repair_utf8(inputs))  # (B, None) ragged
     if max_input_length is not None:
         tokens = tokens[:, :max_input_length]
     # Only the rows with tokens are decoded; the others translate to "".
@@ -79,9 +78,8 @@ def translate_strings(inputs, tokenizer, search, max_input_length=None):
         return tokenizer.detokenize(ids)  # (B',)
 
     outputs = tf.cond(tf.size(keep) > 0, decode, lambda: tf.zeros([0], tf.string))  # (B',)
-    outputs = tf.strings.unicode_transcode(
-        outputs, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
-    )
+    # Byte pieces can spell invalid UTF-8: repair it, so that every output is valid text.
+    outputs = repair_utf8(outputs)
     return tf.tensor_scatter_nd_update(
         tf.fill([batch], ""), tf.expand_dims(keep, 1), outputs
     )  # (B,)

@@ -63,14 +63,12 @@ References:
     2018, "SentencePiece" (the tokenizer).
 """
 
-import os
-
-import keras
 import tensorflow as tf
 
-from zoo.artifacts import MODEL_FILE, SENTENCEPIECE_FILE, SERVING_DIR
+from zoo.artifacts import SENTENCEPIECE_FILE
 from zoo.data.sentencepiece_vocab import PAD_ID, SentencePieceTokenizer
 from zoo.decoding.translation import translate_strings, translator_search
+from zoo.export.folder import save_serving, write_export
 from zoo.models.translator import translator_layers
 
 __all__ = ["MAX_BEAM_SIZE", "SIGNATURES", "TranslatorServing", "export_translator"]
@@ -232,15 +230,18 @@ class TranslatorServing(tf.Module):
         beam_size = tf.clip_by_value(beam_size, 1, MAX_BEAM_SIZE)
         return {"translations": self._translate(inputs, "beam", beam_size)}
 
-    def save(self, path):
-        """Write the SavedModel with the three signatures to ``path``; return ``path``."""
-        signatures = {
+    @property
+    def signatures(self):
+        """The SavedModel's signatures, name -> ``tf.function`` (:data:`SIGNATURES`)."""
+        return {
             "serving_default": self.translate,
             "translate_greedy": self.translate_greedy,
             "translate_beam": self.translate_beam,
         }
-        tf.saved_model.save(self, os.fspath(path), signatures=signatures)
-        return os.fspath(path)
+
+    def save(self, path):
+        """Write the SavedModel with the three signatures to ``path``; return ``path``."""
+        return save_serving(self, path, self.signatures)
 
     # ------------------------------------------------------------------ the graph
     def _translate(self, inputs, method, beam_size):
@@ -259,6 +260,7 @@ def export_translator(
     max_output_length=None,
     default_beam_size=4,
     alpha=0.6,
+    verbose=False,
 ):
     """Write ``model.keras``, ``sentencepiece.model`` and the ``serving/`` SavedModel.
 
@@ -279,6 +281,7 @@ def export_translator(
             ``max_length``.
         default_beam_size: the beam size of ``serving_default``, at most :data:`MAX_BEAM_SIZE`.
         alpha: the exponent of the GNMT length penalty of beam search.
+        verbose: draw a progress bar on stderr over the export's stages.
 
     Returns:
         ``output_dir``, as a ``str``.
@@ -313,13 +316,11 @@ def export_translator(
         default_beam_size=default_beam_size,
         alpha=alpha,
     )
-    output_dir = os.fspath(output_dir)
-    os.makedirs(output_dir, exist_ok=True)
-    # The shipped file is for inference: a compiled model's .keras file also carries the
-    # optimizer state (twice the weights again), so save an uncompiled model of the same layers.
-    inference_model = keras.Model(model.input, model.output, name=model.name)
-    inference_model.save(os.path.join(output_dir, MODEL_FILE))
-    with open(os.path.join(output_dir, SENTENCEPIECE_FILE), "wb") as f:
-        f.write(serving.tokenizer.model_proto)
-    serving.save(os.path.join(output_dir, SERVING_DIR))
-    return output_dir
+
+    def write_vocabulary(path):
+        with open(path, "wb") as f:
+            f.write(serving.tokenizer.model_proto)
+
+    return write_export(
+        output_dir, model, SENTENCEPIECE_FILE, write_vocabulary, serving, verbose=verbose
+    )

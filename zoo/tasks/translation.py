@@ -119,4 +119,4 @@ class TranslationTask(Task):
         )
 
     def export(self, model, vocabulary, output_dir, verbose=False, **options):
-        return export_translator(model, vocabulary, output_dir, **options)
+        return export_translator(model, vocabulary, output_dir, verbose=verbose, **options)
