@@ -1,5 +1,6 @@
 """train() end to end at tiny size: the workdir, resume after a crash, config guarding."""
 
+import dataclasses
 import json
 import os
 
@@ -69,3 +70,17 @@ def test_mixed_precision_training_and_validation_bleu(tmp_path):
     assert np.all(np.isfinite(history.history["loss"]))
     bleu = history.history["val_bleu"]
     assert len(bleu) == CONFIG.epochs and all(0.0 <= b <= 100.0 for b in bleu)
+
+
+def test_a_field_added_since_the_workdir_counts_at_its_default(tmp_path):
+    from zoo.training.train import check_config
+
+    saved = dataclasses.asdict(CONFIG)
+    del saved["activation_dropout"]  # a workdir made before the field existed
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    check_config(CONFIG, str(tmp_path))  # the default: the same model, resumable
+    with pytest.raises(ValueError, match="activation_dropout"):
+        check_config(dataclasses.replace(CONFIG, activation_dropout=0.1), str(tmp_path))
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="config.json is not a JSON config"):
+        check_config(CONFIG, str(tmp_path))

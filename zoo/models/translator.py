@@ -27,6 +27,7 @@ class TranslatorConfig:
         d_model, num_heads, ff_dim: sizes of every block.
         encoder_layers, decoder_layers: depth of each stack.
         dropout, attention_dropout: residual and attention-weight dropout.
+        activation_dropout: dropout on the feed-forward network's inner activations.
         activation: the feed-forward activation (``relu``, ``gelu``, ``swiglu``, ...).
         normalize_first: pre-LN blocks (with a final norm after each stack) when True.
         position: ``"sinusoidal"`` or ``"learned"`` positions on the token embeddings.
@@ -50,6 +51,7 @@ class TranslatorConfig:
     decoder_layers: int = 4
     dropout: float = 0.1
     attention_dropout: float = 0.1
+    activation_dropout: float = 0.0
     activation: str = "relu"
     normalize_first: bool = True
     position: str = "sinusoidal"
@@ -118,6 +120,7 @@ def _block_kwargs(config):
         ff_dim=config.ff_dim,
         dropout=config.dropout,
         attention_dropout=config.attention_dropout,
+        ff_dropout=config.activation_dropout,
         activation=config.activation,
         normalize_first=config.normalize_first,
         attention=config.attention,

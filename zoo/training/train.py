@@ -42,10 +42,12 @@ def check_config(config, workdir):
                 saved = json.load(f)
             except ValueError as error:
                 raise ValueError(f"{path} is not a JSON config ({error})") from None
-        # Training longer is a legitimate resume; anything else would mix two models.
+        # Training longer is a legitimate resume; anything else would mix two models. A field
+        # added to the config class since the workdir was made counts at its default.
+        defaults = {field.name: field.default for field in dataclasses.fields(config)}
         changed = sorted(
             k for k in set(saved) | set(fields)
-            if k not in _RESUMABLE_FIELDS and saved.get(k) != fields.get(k)
+            if k not in _RESUMABLE_FIELDS and saved.get(k, defaults.get(k)) != fields.get(k)
         )
         if changed:
             raise ValueError(
