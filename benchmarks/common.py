@@ -77,6 +77,25 @@ def append_results(title, command, table_lines, notes=()):
         f.write("\n".join(block))
 
 
+def replace_section(title, path):
+    """Remove the ``## {title}`` section (to the next ``## `` heading) from ``path``, if any."""
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        lines = f.read().split("\n")
+    kept, skipping = [], False
+    for line in lines:
+        if line.startswith("## "):
+            skipping = line == f"## {title}"
+        if not skipping:
+            kept.append(line)
+    text = "\n".join(kept).rstrip("\n")
+    with open(path, "w") as f:
+        # Sections end with a blank line, as append_results writes them, so the next one starts
+        # on a line of its own.
+        f.write(text + "\n\n" if text else "")
+
+
 def markdown_table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]

@@ -55,7 +55,7 @@ from common import (  # noqa: E402
     time_alternating,
 )
 
-import zoo  # noqa: E402, F401  (registers the layers for load_model)
+from zoo.artifacts import CONFIG_FILE, MODEL_FILE  # noqa: E402
 from zoo.data import (  # noqa: E402
     BOS_ID,
     PAD_ID,
@@ -66,6 +66,7 @@ from zoo.data import (  # noqa: E402
 from zoo.decoding import beam_search, greedy_search, uncached_greedy_search  # noqa: E402
 from zoo.models import TranslatorConfig, build_translator, translator_config  # noqa: E402
 from zoo.models.translator import step_and_caches  # noqa: E402
+from zoo.tasks import load  # noqa: E402
 
 NEVER = -1  # an EOS id that no token has: every search runs its full length
 GREEDY = "zoo greedy (KV cache)"
@@ -80,19 +81,14 @@ SOURCE_BUCKET = 8
 def load_or_build(workdir):
     """(model, tokenizer, config, where): a trained translator, or the random `small` one."""
     if workdir:
-        model_path = os.path.join(workdir, "model.keras")
-        vocab_path = os.path.join(workdir, "sentencepiece.model")
-        for path in (model_path, vocab_path):
-            if not os.path.exists(path):
-                raise SystemExit(f"--workdir {workdir}: no {os.path.basename(path)} there")
-        model = keras.models.load_model(model_path, compile=False)
-        config_path = os.path.join(workdir, "config.json")
+        _, model, tokenizer = load(workdir, "translator")
+        config_path = os.path.join(workdir, CONFIG_FILE)
         if os.path.exists(config_path):
             with open(config_path) as f:
                 config = TranslatorConfig(**json.load(f))
         else:
             config = translator_config("small")
-        return model, SentencePieceTokenizer(vocab_path), config, f"trained, {model_path}"
+        return model, tokenizer, config, f"trained, {os.path.join(workdir, MODEL_FILE)}"
     config = translator_config("small")
     prefix = os.path.join(tempfile.mkdtemp(prefix="decode-bench-"), "sentencepiece")
     start = time.perf_counter()

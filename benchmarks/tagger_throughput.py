@@ -33,6 +33,7 @@ import tensorflow as tf  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402  (benchmarks/common.py)
+from common import replace_section  # noqa: E402,F401  (also used by the tests as bench.replace_section)
 
 import zoo  # noqa: E402, F401  (registers the layers for load_model)
 from zoo.artifacts import MODEL_FILE, SERVING_DIR, TAGGER_VOCABULARY_FILE  # noqa: E402
@@ -121,25 +122,6 @@ def measure_throughput(model, vocabulary, serving, texts, batch_size=BATCH, roun
         "ratio": per_second[SERVING] / per_second[PYTHON],
         "agreement": same / words if words else 1.0,
     }
-
-
-def replace_section(title, path):
-    """Remove the ``## {title}`` section (to the next ``## `` heading) from ``path``, if any."""
-    if not os.path.exists(path):
-        return
-    with open(path) as f:
-        lines = f.read().split("\n")
-    kept, skipping = [], False
-    for line in lines:
-        if line.startswith("## "):
-            skipping = line == f"## {title}"
-        if not skipping:
-            kept.append(line)
-    text = "\n".join(kept).rstrip("\n")
-    with open(path, "w") as f:
-        # Sections end with a blank line, as append_results writes them, so the next one starts
-        # on a line of its own.
-        f.write(text + "\n\n" if text else "")
 
 
 def main(argv=None):
