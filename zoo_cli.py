@@ -73,7 +73,7 @@ BEAM_SIZE = flag("--beam-size", type=positive_int, help="beams of --method beam"
 TASKS = {
     "translator": {
         "help": "the autoregressive En->De translator (Multi30k)",
-        "presets": ("tiny", "demo", "small", "base"),
+        "presets": ("tiny", "small", "base"),
         "splits": ("train", "val", "test2016"),
         "predict": "translate",
         "train": (

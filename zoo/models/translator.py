@@ -95,19 +95,6 @@ PRESETS["base"] = replace(
     warmup_steps=4000,
     learning_rate=7e-4,
 )
-# `demo` is sized for `make demo`'s six minutes of training on 2 CPU cores with XLA: a smaller
-# vocabulary (the output projection is the largest matmul), 3+3 wider blocks, and a short,
-# steep warm-up, so that it learns as much as it can in a few hundred steps.
-PRESETS["demo"] = replace(
-    PRESETS["small"],
-    vocab_size=4000,
-    encoder_layers=3,
-    decoder_layers=3,
-    ff_dim=512,
-    learning_rate=2e-3,
-    warmup_steps=400,
-    epochs=100,
-)
 
 
 def get_config(preset, **overrides):
