@@ -41,12 +41,9 @@ class ParityTask(Task):
         rng = np.random.default_rng({"train": 0, "val": 1}[split])
         return rng.integers(0, 2, (64, 6))
 
-    def prepare_vocabulary(self, config, workdir, train_data, verbose=False):
-        path = os.path.join(workdir, self.vocabulary_file)
-        if not os.path.exists(path):
-            with open(path, "w") as f:
-                json.dump({"symbols": ["0", "1"]}, f)
-        return self.read_vocabulary(workdir)
+    def make_vocabulary(self, config, workdir, train_data, verbose=False):
+        with open(os.path.join(workdir, self.vocabulary_file), "w") as f:
+            json.dump({"symbols": ["0", "1"]}, f)
 
     def load_vocabulary(self, folder):
         with open(os.path.join(folder, self.vocabulary_file)) as f:

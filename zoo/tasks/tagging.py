@@ -43,16 +43,14 @@ class TaggingTask(Task):
     def load_data(self, split):
         return load_ud_english_ewt(split)
 
-    def prepare_vocabulary(self, config, workdir, train_data, verbose=False):
-        if not os.path.exists(os.path.join(workdir, TAGGER_VOCABULARY_FILE)):
-            vocabulary = TaggerVocabulary.build(
-                train_data,
-                min_count=config.min_word_count,
-                lowercase=config.lowercase,
-                max_word_length=config.max_word_length,
-            )
-            vocabulary.save(os.path.join(workdir, TAGGER_VOCABULARY_FILE))
-        return self.read_vocabulary(workdir)
+    def make_vocabulary(self, config, workdir, train_data, verbose=False):
+        vocabulary = TaggerVocabulary.build(
+            train_data,
+            min_count=config.min_word_count,
+            lowercase=config.lowercase,
+            max_word_length=config.max_word_length,
+        )
+        vocabulary.save(os.path.join(workdir, TAGGER_VOCABULARY_FILE))
 
     def load_vocabulary(self, folder):
         return TaggerVocabulary.load(os.path.join(folder, TAGGER_VOCABULARY_FILE))

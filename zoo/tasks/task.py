@@ -53,7 +53,13 @@ class Task:
         raise NotImplementedError
 
     def prepare_vocabulary(self, config, workdir, train_data, verbose=False):
-        """The workdir's vocabulary: made once from the training data, then read back.
+        """The workdir's vocabulary: made once from the training data, then read back."""
+        if not os.path.exists(os.path.join(workdir, self.vocabulary_file)):
+            self.make_vocabulary(config, workdir, train_data, verbose=verbose)
+        return self.read_vocabulary(workdir)
+
+    def make_vocabulary(self, config, workdir, train_data, verbose=False):
+        """Learn the vocabulary from the training data and write it in ``workdir``.
 
         With ``verbose``, a step that takes a while says so on stderr.
         """

@@ -48,18 +48,16 @@ class TranslationTask(Task):
     def load_data(self, split):
         return load_multi30k(split)
 
-    def prepare_vocabulary(self, config, workdir, train_data, verbose=False):
-        if not os.path.exists(os.path.join(workdir, SENTENCEPIECE_FILE)):
-            texts = [text for pair in train_data for text in pair][: config.vocab_sample_size]
-            if verbose:
-                print(
-                    f"learning a {config.vocab_size}-piece SentencePiece vocabulary from "
-                    f"{len(texts)} sentences", file=sys.stderr, flush=True,
-                )
-            train_sentencepiece(
-                texts, os.path.join(workdir, SENTENCEPIECE_PREFIX), vocab_size=config.vocab_size
+    def make_vocabulary(self, config, workdir, train_data, verbose=False):
+        texts = [text for pair in train_data for text in pair][: config.vocab_sample_size]
+        if verbose:
+            print(
+                f"learning a {config.vocab_size}-piece SentencePiece vocabulary from "
+                f"{len(texts)} sentences", file=sys.stderr, flush=True,
             )
-        return self.read_vocabulary(workdir)
+        train_sentencepiece(
+            texts, os.path.join(workdir, SENTENCEPIECE_PREFIX), vocab_size=config.vocab_size
+        )
 
     def load_vocabulary(self, folder):
         return SentencePieceTokenizer(os.path.join(folder, SENTENCEPIECE_FILE))
