@@ -7,14 +7,21 @@ BENCH_STAMP := $(VENV)/.installed-bench
 
 .PHONY: demo test bench notebooks clean
 
+# uv installs the pinned set in about a minute where pip takes two (parallel downloads); it is
+# itself pinned and lives in the venv. --compile-bytecode, because pip compiles on install and
+# uv does not: without it every fresh Python recompiles TensorFlow's sources at import.
+UV_VERSION := 0.9.30
+INSTALL := $(BIN)/python -m uv pip install -q --compile-bytecode --python $(BIN)/python -c constraints.txt
+
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q -c constraints.txt -e ".[test]"
+	$(BIN)/python -m pip install -q --disable-pip-version-check uv==$(UV_VERSION)
+	$(INSTALL) -e ".[test]"
 	touch $(STAMP)
 
 # The benchmarks' peers (keras-hub) are an extra: zoo itself never imports them.
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -c constraints.txt -e ".[test,bench]"
+	$(INSTALL) -e ".[test,bench]"
 	touch $(BENCH_STAMP)
 
 # On both cores (pytest-xdist; see addopts in pyproject.toml).

@@ -207,7 +207,7 @@ def translate(
 
 def _make_translate_function(tf, tokenizer, search, source_limit):
     """The frame in a ``tf.function`` over the search under XLA, on bucketed shapes."""
-    compiled = tf.function(search, jit_compile=True)
+    compiled = tf.function(search, jit_compile=True, autograph=False)
 
     def bucketed(source):  # (B', S)
         batch, length = tf.shape(source)[0], tf.shape(source)[1]
@@ -219,7 +219,7 @@ def _make_translate_function(tf, tokenizer, search, source_limit):
         source = tf.pad(source, [[0, rows - batch], [0, padded - length]])
         return compiled(source)[:batch]  # (B', L)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     def run(sentences):
         return translate_strings(sentences, tokenizer, bucketed, max_input_length=source_limit)
 

@@ -210,7 +210,7 @@ class TaggerServing(tf.Module):
         self._model = _Hidden(model)
 
     # ------------------------------------------------------------------ the signature
-    @tf.function(input_signature=[_SENTENCES])
+    @tf.function(input_signature=[_SENTENCES], autograph=False)
     def tag(self, sentences):
         """``serving_default``: one tag per whitespace-separated token.
 

@@ -192,7 +192,7 @@ class TranslatorServing(tf.Module):
         )
 
     # ------------------------------------------------------------------ signatures
-    @tf.function(input_signature=[_STRINGS])
+    @tf.function(input_signature=[_STRINGS], autograph=False)
     def translate(self, inputs):
         """``serving_default``: beam search with ``default_beam_size``.
 
@@ -204,7 +204,7 @@ class TranslatorServing(tf.Module):
         """
         return {"translations": self._translate(inputs, "beam", self.default_beam_size)}
 
-    @tf.function(input_signature=[_STRINGS])
+    @tf.function(input_signature=[_STRINGS], autograph=False)
     def translate_greedy(self, inputs):
         """``translate_greedy``: greedy search.
 
@@ -216,7 +216,7 @@ class TranslatorServing(tf.Module):
         """
         return {"translations": self._translate(inputs, "greedy", None)}
 
-    @tf.function(input_signature=[_STRINGS, _BEAM_SIZE])
+    @tf.function(input_signature=[_STRINGS, _BEAM_SIZE], autograph=False)
     def translate_beam(self, inputs, beam_size):
         """``translate_beam``: beam search with the beam size of the request.
 
