@@ -21,31 +21,34 @@ CHARS = np.array(
 
 
 def _reference(layer, char_ids):
-    """The definition, one word and one position at a time, in float64."""
+    """The definition, one word, one width and one position at a time, in float64."""
     table = np.asarray(layer.char_embedding.embeddings, "float64")
-    kernel = np.asarray(layer.conv.kernel, "float64")  # (width, E, F)
-    bias = np.asarray(layer.conv.bias, "float64")
     w = np.asarray(layer.projection.kernel, "float64")
     b = np.asarray(layer.projection.bias, "float64")
-    width, half = kernel.shape[0], (kernel.shape[0] - 1) // 2
     out = np.zeros(char_ids.shape[:2] + (w.shape[1],))
     for s in range(char_ids.shape[0]):
         for t in range(char_ids.shape[1]):
             ids = char_ids[s, t]
             e = np.where((ids != 0)[:, None], table[ids], 0.0)  # padding characters are zeros
-            pooled = np.zeros(kernel.shape[-1])
-            for i in np.flatnonzero(ids):
-                h = bias.copy()
-                for k in range(width):
-                    j = i + k - half
-                    if 0 <= j < len(ids):
-                        h += e[j] @ kernel[k]
-                pooled = np.maximum(pooled, np.maximum(h, 0.0))
-            out[s, t] = pooled @ w + b
+            features = []
+            for conv in layer.convs:  # the maxima of each width, concatenated
+                kernel = np.asarray(conv.kernel, "float64")  # (width, E, F)
+                bias = np.asarray(conv.bias, "float64")
+                width, half = kernel.shape[0], (kernel.shape[0] - 1) // 2
+                pooled = np.zeros(kernel.shape[-1])
+                for i in np.flatnonzero(ids):
+                    h = bias.copy()
+                    for k in range(width):
+                        j = i + k - half
+                        if 0 <= j < len(ids):
+                            h += e[j] @ kernel[k]
+                    pooled = np.maximum(pooled, np.maximum(h, 0.0))
+                features.append(pooled)
+            out[s, t] = np.concatenate(features) @ w + b
     return out
 
 
-@pytest.mark.parametrize("kernel_size", [3, 2])
+@pytest.mark.parametrize("kernel_size", [3, 2, (2, 3, 5)])
 def test_is_the_definition(kernel_size):
     layer = CharacterEmbedding(V, D, char_dim=E, filters=F, kernel_size=kernel_size)
     got = np.asarray(layer(CHARS))
@@ -74,7 +77,8 @@ def test_mask_marks_words_with_characters_and_survives_a_sum_with_word_embedding
     assert CharacterEmbedding(V, D, mask_zero=False).compute_mask(CHARS) is None
 
 
-def test_character_embedding_layer():
+@pytest.mark.parametrize("kernel_size", [3, [2, 4]])
+def test_character_embedding_layer(kernel_size):
     run_layer_test(
         CharacterEmbedding,
         {
@@ -82,13 +86,25 @@ def test_character_embedding_layer():
             "embed_dim": D,
             "char_dim": E,
             "filters": F,
-            "kernel_size": 3,
+            "kernel_size": kernel_size,
             "mask_zero": True,
             "embeddings_initializer": "glorot_uniform",
         },
         CHARS,
         expected_output_shape=(2, 3, D),
     )
+
+
+def test_one_width_keeps_the_weight_names_of_saved_models_and_bad_widths_are_named():
+    one = CharacterEmbedding(V, D, filters=F, kernel_size=3)
+    several = CharacterEmbedding(V, D, filters=F, kernel_size=(2, 4))
+    one(CHARS), several(CHARS)
+    assert [conv.name for conv in one.convs] == ["conv"]
+    assert [conv.name for conv in several.convs] == ["conv_2", "conv_4"]
+    assert several.projection.kernel.shape == (2 * F, D)
+    for bad in [0, (), (3, "4"), (2, -1)]:
+        with pytest.raises(ValueError, match="kernel_size must be a positive int"):
+            CharacterEmbedding(V, D, kernel_size=bad)
 
 
 def test_docstring_examples_run():

@@ -84,3 +84,16 @@ def test_a_field_added_since_the_workdir_counts_at_its_default(tmp_path):
     (tmp_path / "config.json").write_text("{not json")
     with pytest.raises(ValueError, match="config.json is not a JSON config"):
         check_config(CONFIG, str(tmp_path))
+
+
+def test_a_tuple_field_resumes_from_its_json_list(tmp_path):
+    from zoo.models import tagger_config
+    from zoo.training.train import check_config
+
+    config = tagger_config("tiny", char_kernel_size=(2, 3))
+    check_config(config, str(tmp_path))  # writes [2, 3]
+    check_config(config, str(tmp_path))  # reads it back: the same config
+    reread = tagger_config("tiny", **{"char_kernel_size": [2, 3]})
+    assert reread.char_kernel_size == (2, 3)
+    with pytest.raises(ValueError, match="char_kernel_size"):
+        check_config(tagger_config("tiny", char_kernel_size=(2, 4)), str(tmp_path))

@@ -12,7 +12,9 @@ class CharacterEmbedding(keras.layers.Layer):
 
     For the character ids ``c_1..c_n`` of a word (the real ones: id 0 is padding), the layer
     computes ``W . max_i relu(conv(e(c))_i) + b``: each character is embedded, a convolution of
-    width ``kernel_size`` runs along the word (padding characters count as zero vectors, like the
+    width ``kernel_size`` runs along the word (with several widths, one convolution per width,
+    their maxima concatenated: Kim et al. 2016, so that affixes of 2 to 5 characters each get
+    their own filters) (padding characters count as zero vectors, like the
     convolution's own zero padding, so the result does not depend on how far a word is padded),
     the maximum over the word's real characters keeps the strongest match of each filter, and a
     dense layer maps the ``filters`` maxima to ``embed_dim``. Added to a word embedding, it gives
@@ -22,8 +24,9 @@ class CharacterEmbedding(keras.layers.Layer):
         vocab_size: the number of character ids (id 0 is padding).
         embed_dim: D, the size of each word's output embedding.
         char_dim: E, the size of each character's embedding.
-        filters: F, the number of convolution filters.
-        kernel_size: the width of the convolution, in characters.
+        filters: F, the number of filters of each convolution.
+        kernel_size: the width of the convolution, in characters, or a tuple of widths (one
+            convolution of ``filters`` filters per width).
         mask_zero: a word whose character ids are all 0 is padding: the output carries the
             Keras implicit mask ``any(char_ids != 0, axis=-1)``. Merged (``keras.layers.Add``)
             with a ``mask_zero`` word embedding, the masks agree and the sum keeps it.
@@ -64,7 +67,12 @@ class CharacterEmbedding(keras.layers.Layer):
         self.embed_dim = embed_dim
         self.char_dim = char_dim
         self.filters = filters
-        self.kernel_size = kernel_size
+        widths = (kernel_size,) if isinstance(kernel_size, int) else tuple(kernel_size)
+        if not widths or any(not isinstance(w, int) or w < 1 for w in widths):
+            raise ValueError(
+                f"kernel_size must be a positive int or a tuple of them; got {kernel_size!r}."
+            )
+        self.kernel_size = kernel_size if isinstance(kernel_size, int) else list(widths)
         self.mask_zero = mask_zero
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
         self.char_embedding = keras.layers.Embedding(
@@ -74,20 +82,25 @@ class CharacterEmbedding(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="char_embedding",
         )
-        self.conv = keras.layers.Conv1D(
-            filters,
-            kernel_size,
-            padding="same",
-            activation="relu",
-            dtype=self.dtype_policy,
-            name="conv",
-        )
+        # One width keeps the name "conv" (the weights of models saved before widths existed).
+        self.convs = [
+            keras.layers.Conv1D(
+                filters,
+                width,
+                padding="same",
+                activation="relu",
+                dtype=self.dtype_policy,
+                name="conv" if isinstance(kernel_size, int) else f"conv_{width}",
+            )
+            for width in widths
+        ]
         self.projection = keras.layers.Dense(embed_dim, dtype=self.dtype_policy, name="projection")
 
     def build(self, input_shape):
         self.char_embedding.build()
-        self.conv.build((None, input_shape[-1], self.char_dim))
-        self.projection.build((None, self.filters))
+        for conv in self.convs:
+            conv.build((None, input_shape[-1], self.char_dim))
+        self.projection.build((None, self.filters * len(self.convs)))
         self.built = True
 
     def call(self, char_ids):
@@ -96,8 +109,11 @@ class CharacterEmbedding(keras.layers.Layer):
         real = ops.expand_dims(ops.not_equal(flat, 0), -1)  # (B*T, C, 1)
         x = self.char_embedding(flat)  # (B*T, C, E)
         x = ops.where(real, x, ops.zeros_like(x))
-        x = self.conv(x)  # (B*T, C, F), >= 0 after the relu
-        x = ops.max(ops.where(real, x, ops.zeros_like(x)), axis=1)  # (B*T, F)
+        pooled = []
+        for conv in self.convs:
+            h = conv(x)  # (B*T, C, F), >= 0 after the relu
+            pooled.append(ops.max(ops.where(real, h, ops.zeros_like(h)), axis=1))  # (B*T, F)
+        x = pooled[0] if len(pooled) == 1 else ops.concatenate(pooled, axis=-1)
         x = self.projection(x)  # (B*T, D)
         return ops.reshape(x, (shape[0], shape[1], self.embed_dim))  # (B, T, D)
 

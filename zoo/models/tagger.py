@@ -58,8 +58,10 @@ class TaggerConfig:
             position embedding added to the words, and plain multi-head attention.
         max_relative_position: k of the relative attention.
         char_embedding_dim, char_filters, char_kernel_size: the character feature
-            (``zoo.layers.CharacterEmbedding``): an embedding of each character, one convolution
-            over the characters of a word, a max over them, a projection to ``d_model``.
+            (``zoo.layers.CharacterEmbedding``): an embedding of each character, a convolution
+            over the characters of a word (``char_filters`` filters of each width when
+            ``char_kernel_size`` is a tuple of widths), a max over them, a projection to
+            ``d_model``.
         use_crf: a CRF head (the model outputs potentials ``(B, T, K, K)``; train with
             ``zoo.layers.CRFLoss``, decode with Viterbi) instead of softmax logits ``(B, T, K)``.
 
@@ -96,7 +98,7 @@ class TaggerConfig:
     max_relative_position: int = 16
     char_embedding_dim: int = 32
     char_filters: int = 256
-    char_kernel_size: int = 3
+    char_kernel_size: int | tuple = 3
     use_crf: bool = True
     lowercase: bool = True
     min_word_count: int = 2
@@ -111,6 +113,8 @@ class TaggerConfig:
     epochs: int = 16
 
     def __post_init__(self):
+        if isinstance(self.char_kernel_size, list):  # read back from config.json
+            object.__setattr__(self, "char_kernel_size", tuple(self.char_kernel_size))
         if self.position not in POSITIONS:
             raise ValueError(f"Unknown position {self.position!r}; expected one of {POSITIONS}.")
         if self.max_word_length < 3:

@@ -35,7 +35,7 @@ _RESUMABLE_FIELDS = ("epochs",)
 def check_config(config, workdir):
     """Save the config in the workdir; refuse to resume a workdir made with another config."""
     path = os.path.join(workdir, CONFIG_FILE)
-    fields = dataclasses.asdict(config)
+    fields = json.loads(json.dumps(dataclasses.asdict(config)))  # tuples as JSON reads them back
     if os.path.exists(path):
         with open(path) as f:
             try:
