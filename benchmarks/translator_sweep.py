@@ -7,9 +7,9 @@ last 5 epochs' weights (``zoo average``). test2016 is never read here: the setti
 on val, and the shipped model is judged on test sets this sweep has not seen.
 
 The sweep is resumable: a row whose workdir already holds its scores is skipped; a row that
-was stopped resumes from its last finished epoch (BackupAndRestore). Each finished row appends
-its line to ``workdirs/sweep/rows.json``; the table in ``benchmarks/RESULTS.md`` is rewritten
-from all finished rows after every row.
+was stopped resumes from its last finished epoch (BackupAndRestore). Each finished row writes
+``sweep_result.json`` in its workdir; the table in ``benchmarks/RESULTS.md`` is rewritten from
+all finished rows after every row.
 
 Usage::
 
@@ -130,12 +130,21 @@ def main(argv=None):
         for name, overrides in ROWS.items():
             print(f"{name}: {overrides}")
         return
-    results = []
     for name in args.only or ROWS:
         print(f"== {name}", flush=True)
-        results.append(run_row(name, ROWS[name], args.epochs))
-        print(json.dumps(results[-1]), flush=True)
-        write_table(results, args.epochs)
+        print(json.dumps(run_row(name, ROWS[name], args.epochs)), flush=True)
+        write_table(_finished_rows(), args.epochs)
+
+
+def _finished_rows():
+    """The results of every row that has finished, in the order of ROWS."""
+    results = []
+    for name in ROWS:
+        path = os.path.join(SWEEP_DIR, _slug(name), "sweep_result.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                results.append(json.load(f))
+    return results
 
 
 if __name__ == "__main__":

@@ -102,7 +102,7 @@ def test_one_width_keeps_the_weight_names_of_saved_models_and_bad_widths_are_nam
     assert [conv.name for conv in one.convs] == ["conv"]
     assert [conv.name for conv in several.convs] == ["conv_2", "conv_4"]
     assert several.projection.kernel.shape == (2 * F, D)
-    for bad in [0, (), (3, "4"), (2, -1)]:
+    for bad in [0, (), (3, "4"), (2, -1), (3, 3)]:
         with pytest.raises(ValueError, match="kernel_size must be a positive int"):
             CharacterEmbedding(V, D, kernel_size=bad)
 

@@ -68,9 +68,12 @@ class CharacterEmbedding(keras.layers.Layer):
         self.char_dim = char_dim
         self.filters = filters
         widths = (kernel_size,) if isinstance(kernel_size, int) else tuple(kernel_size)
-        if not widths or any(not isinstance(w, int) or w < 1 for w in widths):
+        if not widths or len(set(widths)) < len(widths) or any(
+            not isinstance(w, int) or w < 1 for w in widths
+        ):
             raise ValueError(
-                f"kernel_size must be a positive int or a tuple of them; got {kernel_size!r}."
+                f"kernel_size must be a positive int or a tuple of distinct ones; got "
+                f"{kernel_size!r}."
             )
         self.kernel_size = kernel_size if isinstance(kernel_size, int) else list(widths)
         self.mask_zero = mask_zero
@@ -82,19 +85,22 @@ class CharacterEmbedding(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="char_embedding",
         )
-        # One width keeps the name "conv" (the weights of models saved before widths existed).
-        self.convs = [
-            keras.layers.Conv1D(
-                filters,
-                width,
-                padding="same",
-                activation="relu",
-                dtype=self.dtype_policy,
-                name="conv" if isinstance(kernel_size, int) else f"conv_{width}",
+        # One attribute per convolution: Keras names saved weights by attribute, and one width
+        # keeps the name "conv" of the models saved before there were several.
+        single = isinstance(kernel_size, int)
+        self._conv_names = ["conv"] if single else [f"conv_{width}" for width in widths]
+        for name, width in zip(self._conv_names, widths):
+            conv = keras.layers.Conv1D(
+                filters, width, padding="same", activation="relu", dtype=self.dtype_policy,
+                name=name,
             )
-            for width in widths
-        ]
+            setattr(self, name, conv)
         self.projection = keras.layers.Dense(embed_dim, dtype=self.dtype_policy, name="projection")
+
+    @property
+    def convs(self):
+        """The convolutions, one per width."""
+        return [getattr(self, name) for name in self._conv_names]
 
     def build(self, input_shape):
         self.char_embedding.build()

@@ -38,6 +38,9 @@ class TranslatorConfig:
         label_smoothing, learning_rate (peak), warmup_steps, weight_decay, clipnorm: the
             optimisation (AdamW with an inverse-square-root warm-up schedule).
         batch_tokens: the token budget of one batch.
+        bucket_width: the length step between the batches' length buckets. Under XLA each
+            bucket is one padded shape, so one compiled program: wider buckets mean fewer
+            compilations (what a short run spends its time on) and more padding.
         epochs: training epochs.
         vocab_sample_size: sentences sampled to learn the SentencePiece model.
     """
@@ -63,6 +66,7 @@ class TranslatorConfig:
     weight_decay: float = 1e-4
     clipnorm: float = 1.0
     batch_tokens: int = 4096
+    bucket_width: int = 8
     epochs: int = 40
     vocab_sample_size: int = 200_000
 

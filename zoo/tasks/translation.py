@@ -76,6 +76,7 @@ class TranslationTask(Task):
             vocabulary,
             batch_tokens=config.batch_tokens,
             max_length=config.max_length,
+            bucket_width=config.bucket_width,
             shuffle=training,
             seed=0,
             pad_to_bucket=jit_compile,  # few distinct shapes, so XLA compiles few programs
