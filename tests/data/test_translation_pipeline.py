@@ -152,3 +152,40 @@ def test_bad_inputs_name_the_problem(pairs, tokenizer):
     no_bos = types.SimpleNamespace(tokenize=tokenize, pad_id=PAD_ID, bos_id=-1, eos_id=EOS_ID)
     with pytest.raises(ValueError, match="needs BOS and EOS ids"):
         make_translation_dataset(pairs, no_bos)
+
+
+def test_cmlm_masks_one_to_all_target_tokens_and_labels_them(pairs, reference_ids, tokenizer):
+    """Each target is target + EOS, with 1..T of its tokens masked anew at every reading; the
+    labels are the masked tokens and the clipped length offset, and nothing else changes."""
+    max_offset, mask_id, max_length = 3, 1, 40
+    ds = make_translation_dataset(
+        pairs, tokenizer, batch_tokens=512, max_length=max_length, objective="cmlm",
+        mask_id=mask_id, max_offset=max_offset, seed=0,
+    )
+    targets = {
+        tuple(src[:max_length]): tuple(tgt[: max_length - 1]) + (EOS_ID,)
+        for src, tgt in reference_ids
+    }
+    fractions, seen = [], 0
+    for _ in range(2):  # two epochs: new masks each time
+        for features, labels in ds:
+            rows = zip(
+                features["source"].numpy(), features["target_in"].numpy(),
+                labels["tokens"].numpy(), labels["length"].numpy(),
+            )
+            for source, target_in, tokens, length in rows:
+                source, target_in = _unpad(source), np.array(_unpad(target_in))
+                tokens = tokens[: len(target_in)]
+                target = targets[tuple(source)]
+                masked = target_in == mask_id
+                assert len(target_in) == len(target) and 1 <= masked.sum() <= len(target)
+                np.testing.assert_array_equal(np.where(masked, tokens, target_in), target)
+                assert np.all(tokens[~masked] == PAD_ID)
+                offset = np.clip(len(target) - len(source), -max_offset, max_offset)
+                assert length == offset + max_offset
+                fractions.append(masked.mean())
+                seen += 1
+    assert seen == 2 * len(pairs)
+    assert 0.3 < np.mean(fractions) < 0.7 and min(fractions) < 0.2 and max(fractions) == 1.0
+    with pytest.raises(ValueError, match="Unknown objective 'mlm'"):
+        make_translation_dataset(pairs, tokenizer, objective="mlm")

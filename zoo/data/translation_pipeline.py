@@ -4,7 +4,9 @@
 tokenized in-graph, truncated, bucketed by length, batched to a token budget and padded with
 :data:`~zoo.data.PAD_ID`. Each element is ``({"source": S, "target_in": T_in}, T_out)`` where
 ``T_in = [BOS] + target`` and ``T_out = target + [EOS]``: the decoder reads the target shifted
-right and learns to predict the next token.
+right and learns to predict the next token. With ``objective="cmlm"`` the examples are those of
+a conditional masked language model (the non-autoregressive translator): see
+:func:`make_translation_dataset`.
 """
 
 import tensorflow as tf
@@ -61,6 +63,9 @@ def make_translation_dataset(
     seed=None,
     pad_to_bucket=False,
     drop_remainder=False,
+    objective="teacher_forcing",
+    mask_id=1,
+    max_offset=24,
 ):
     """Build a ``tf.data.Dataset`` of token-budget batches for teacher-forced training.
 
@@ -92,6 +97,16 @@ def make_translation_dataset(
             example, so that batches take only a few shapes (fewer retracings under XLA); then
             the source and the target of a batch have the same length.
         drop_remainder: drop the last partial batch of each bucket.
+        objective: ``"teacher_forcing"``, or ``"cmlm"``: the conditional masked language model
+            of Mask-Predict (Ghazvininejad et al. 2019). Its target is ``target + [EOS]`` (at
+            most ``max_length``); each time an example is read, a number ``n`` uniform in
+            ``1..T`` is drawn and ``n`` positions chosen at random are replaced by ``mask_id`` in
+            ``target_in``. The labels are ``{"tokens": the target at the masked positions, 0
+            elsewhere, "length": the class of the offset T - len(source)}``, clipped to
+            ``[-max_offset, max_offset]`` and shifted by ``max_offset``
+            (:meth:`~zoo.layers.LengthPredictor.offset_class`).
+        mask_id: the id of the mask token (``"cmlm"``).
+        max_offset: the length predictor's largest offset (``"cmlm"``).
 
     Returns:
         A ``tf.data.Dataset`` of ``({"source": (B, S), "target_in": (B, T)}, (B, T))``, all
@@ -139,19 +154,35 @@ def make_translation_dataset(
         eos = tf.constant([eos_id], tf.int32)
         return {"source": src, "target_in": tf.concat([bos, tgt], 0)}, tf.concat([tgt, eos], 0)
 
-    def length(features, labels):
-        return tf.maximum(tf.shape(features["source"])[0], tf.shape(labels)[0])
+    def cmlm(src, tgt):  # (S,), (T - 1,) ids -> features, labels
+        src = src[:max_length]
+        target = tf.concat([tgt[: max_length - 1], tf.constant([eos_id], tf.int32)], 0)  # (T,)
+        length = tf.shape(target)[0]
+        count = tf.random.uniform([], 1, length + 1, dtype=tf.int32)  # masks, uniform in 1..T
+        rank = tf.argsort(tf.argsort(tf.random.uniform([length])))  # a random permutation
+        masked = rank < count
+        offset = tf.clip_by_value(length - tf.shape(src)[0], -max_offset, max_offset)
+        features = {"source": src, "target_in": tf.where(masked, mask_id, target)}
+        return features, {"tokens": tf.where(masked, target, PAD_ID), "length": offset + max_offset}
 
+    def length(features, labels):
+        return tf.maximum(tf.shape(features["source"])[0], tf.shape(features["target_in"])[0])
+
+    if objective not in ("teacher_forcing", "cmlm"):
+        raise ValueError(f"Unknown objective {objective!r}; expected 'teacher_forcing' or 'cmlm'.")
+    cmlm_objective = objective == "cmlm"
     ds = ds.batch(_TOKENIZE_CHUNK).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
-    ds = ds.map(teacher_forcing, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.map(cmlm if cmlm_objective else teacher_forcing, num_parallel_calls=tf.data.AUTOTUNE)
+    label_shapes = {"tokens": [None], "length": []} if cmlm_objective else [None]
+    label_padding = {"tokens": PAD_ID, "length": 0} if cmlm_objective else PAD_ID
     # Bucket i takes lengths in (upper[i-1], upper[i]]; the extra last bucket (> max_length) stays
     # empty, since truncation bounds every length by max_length.
     ds = ds.bucket_by_sequence_length(
         element_length_func=length,
         bucket_boundaries=[u + 1 for u in upper],
         bucket_batch_sizes=batch_sizes + [1],
-        padded_shapes=({"source": [None], "target_in": [None]}, [None]),
-        padding_values=({"source": PAD_ID, "target_in": PAD_ID}, PAD_ID),
+        padded_shapes=({"source": [None], "target_in": [None]}, label_shapes),
+        padding_values=({"source": PAD_ID, "target_in": PAD_ID}, label_padding),
         pad_to_bucket_boundary=pad_to_bucket,
         drop_remainder=drop_remainder,
     )

@@ -311,13 +311,15 @@ def _decoder_stack(
     caches=None,
     index=0,
     return_cross_attention=False,
+    use_causal_mask=True,
     training=None,
 ):
     """Embed and decode the target, then project: ``(B, T)`` ids -> logits ``(B, T, V)``.
 
     Over a whole target it attends over ``encoder_output`` (the builder: masks implicit; the
     pictures: masks given). One token at a time it takes ``caches``, one ``(self, cross)`` pair
-    per block, and the position ``index`` of ``target_ids``.
+    per block, and the position ``index`` of ``target_ids``. ``use_causal_mask=False`` lets
+    every position see every other: the non-autoregressive decoder of :mod:`zoo.models.nat`.
 
     Returns:
         ``(logits, caches, cross_weights)``: the logits ``(B, T, V)``; the blocks' updated
@@ -337,6 +339,7 @@ def _decoder_stack(
             padding_mask=padding_mask,
             encoder_padding_mask=encoder_padding_mask,
             return_attention_scores=return_cross_attention,
+            use_causal_mask=use_causal_mask,
             training=training,
             **cache,
         )
