@@ -40,12 +40,31 @@ def test_loss_equals_the_formula_and_ignores_padding(smoothing):
     np.testing.assert_allclose(float(loss(labels, noisy_logits)), got, rtol=1e-6)
 
 
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_mean_over_labels_ignores_the_real_tokens_without_a_label(smoothing):
+    """A masked language model labels a few of the real tokens: its loss is their mean, whatever
+    the implicit mask (every real target token) says."""
+    rng = np.random.default_rng(1)
+    labels = np.array([[4, 0, 7, 0, 0], [0, 3, 0, 0, 0]])  # the masked positions only
+    real = np.array([[1, 1, 1, 1, 0], [1, 1, 1, 0, 0]], bool)
+    logits = keras.ops.convert_to_tensor(rng.normal(size=(2, 5, 9)).astype("float32"))
+    logits._keras_mask = keras.ops.convert_to_tensor(real)
+    loss = MaskedSparseCrossEntropy(label_smoothing=smoothing, mean_over="labels")
+    got = float(loss(labels, logits))
+    want = _reference_loss(labels, keras.ops.convert_to_numpy(logits), smoothing)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    tokens = float(MaskedSparseCrossEntropy(label_smoothing=smoothing)(labels, logits))
+    np.testing.assert_allclose(tokens, want * 3 / real.sum(), rtol=1e-5)  # the default's mean
+
+
 def test_loss_config_round_trip_and_bad_smoothing():
-    loss = MaskedSparseCrossEntropy(label_smoothing=0.2, pad_id=3)
+    loss = MaskedSparseCrossEntropy(label_smoothing=0.2, pad_id=3, mean_over="labels")
     clone = MaskedSparseCrossEntropy.from_config(loss.get_config())
-    assert (clone.label_smoothing, clone.pad_id) == (0.2, 3)
+    assert (clone.label_smoothing, clone.pad_id, clone.mean_over) == (0.2, 3, "labels")
     with pytest.raises(ValueError, match="label_smoothing"):
         MaskedSparseCrossEntropy(label_smoothing=1.0)
+    with pytest.raises(ValueError, match="mean_over must be"):
+        MaskedSparseCrossEntropy(mean_over="batch")
 
 
 def test_inverse_square_root_schedule():

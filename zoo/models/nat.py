@@ -112,7 +112,7 @@ def build_nat_translator(config):
     return keras.Model(
         {"source": source, "target_in": target_in},
         {"tokens": logits, "length": length},
-        name="nat_translator",
+        name="nat",
     )
 
 

@@ -12,10 +12,15 @@ class MaskedSparseCrossEntropy(keras.losses.Loss):
     spread over all V classes (Szegedy et al. 2016), as in the Transformer paper. Padding
     positions (``y_true == pad_id``) contribute nothing, and the mean is over real tokens.
 
+    With ``mean_over="labels"`` the mean is over the labels that are not ``pad_id`` rather than
+    over the target's real tokens (the implicit mask): a conditional masked language model
+    labels only the positions it masked, and its loss is their mean.
+
     Args:
         label_smoothing: e, in [0, 1).
         pad_id: the label that marks padding.
         from_logits: whether predictions are logits (True) or probabilities.
+        mean_over: ``"tokens"`` (the implicit mask's real tokens) or ``"labels"``.
 
     Example:
         >>> loss = MaskedSparseCrossEntropy(label_smoothing=0.1)
@@ -23,9 +28,14 @@ class MaskedSparseCrossEntropy(keras.losses.Loss):
         True
     """
 
-    def __init__(self, label_smoothing=0.0, pad_id=0, from_logits=True, name="masked_cross_entropy",
-                 **kwargs):
+    def __init__(self, label_smoothing=0.0, pad_id=0, from_logits=True, mean_over="tokens",
+                 name="masked_cross_entropy", **kwargs):
+        if mean_over not in ("tokens", "labels"):
+            raise ValueError(f"mean_over must be 'tokens' or 'labels', got {mean_over!r}.")
+        if mean_over == "labels":  # call() divides by the label count; Keras only sums
+            kwargs["reduction"] = "sum"
         super().__init__(name=name, **kwargs)
+        self.mean_over = mean_over
         if not 0.0 <= label_smoothing < 1.0:
             raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}.")
         self.label_smoothing = label_smoothing
@@ -44,6 +54,8 @@ class MaskedSparseCrossEntropy(keras.losses.Loss):
         real = ops.cast(ops.not_equal(y_true, self.pad_id), "float32")
         # Keras divides by the number of real tokens through the logits' implicit mask; the
         # padding is zeroed here too, so a model without that mask still ignores padding.
+        if self.mean_over == "labels":
+            return loss * real / ops.maximum(ops.sum(real), 1.0)
         return loss * real
 
     def get_config(self):
@@ -53,6 +65,7 @@ class MaskedSparseCrossEntropy(keras.losses.Loss):
                 "label_smoothing": self.label_smoothing,
                 "pad_id": self.pad_id,
                 "from_logits": self.from_logits,
+                "mean_over": self.mean_over,
             }
         )
         return config
