@@ -2,10 +2,10 @@ import doctest
 
 import pytest
 
-from zoo.decoding import beam, greedy, sampling, translation
+from zoo.decoding import beam, greedy, nat, sampling, translation
 
 
-@pytest.mark.parametrize("module", [greedy, beam, sampling, translation])
+@pytest.mark.parametrize("module", [greedy, beam, sampling, translation, nat])
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
