@@ -278,6 +278,38 @@ def _blocks():
     )
 
 
+def _nat():
+    """The NAT on JAX: the length predictor in a functional model, and one jitted search
+    (encoder, length candidates, Mask-Predict over the tiled memory) from source ids."""
+    import jax
+
+    from zoo.decoding import nat_search, tile_for_beams
+    from zoo.models.nat import build_nat_translator, get_config, nat_decode, nat_encode
+
+    model = build_nat_translator(get_config("tiny", vocab_size=20, max_length=8))
+    source = np.array([[5, 6, 7, 3], [8, 3, 0, 0]], "int32")
+    target_in = np.array([[1, 1, 9, 3], [1, 3, 0, 0]], "int32")
+    out = model({"source": source, "target_in": target_in})
+    memory, padding, scores = nat_encode(model, source)
+    np.testing.assert_allclose(np.asarray(scores), np.asarray(out["length"]), atol=1e-5)
+    logits = np.asarray(nat_decode(model, memory, padding, target_in))
+    np.testing.assert_allclose(logits[target_in != 0], np.asarray(out["tokens"])[target_in != 0],
+                               atol=1e-5)
+
+    def search(source):
+        memory, padding, scores = nat_encode(model, source)
+        tiled = tile_for_beams((memory, padding), 2)
+        return nat_search(
+            lambda t: nat_decode(model, *tiled, t), scores, ops.sum(padding, axis=1),
+            max_length=8, iterations=3, length_beam=2,
+        )
+
+    tokens, _ = jax.jit(search)(source)
+    eager, _ = search(source)
+    np.testing.assert_array_equal(np.asarray(tokens), np.asarray(eager))
+    assert np.asarray(tokens).shape == (2, 8)
+
+
 PARTS = {
     "local": _local,
     "strided": _strided,
@@ -289,6 +321,7 @@ PARTS = {
     "position": _position,
     "crf": _crf,
     "blocks": _blocks,
+    "nat": _nat,
 }
 
 
