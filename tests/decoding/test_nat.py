@@ -59,9 +59,9 @@ class FakeDecoder:
 
 
 def log_softmax_without_pad(logits):
-    """Log-probabilities with the padding id forbidden (its mass removed), as the searches."""
+    """Log-probabilities with the padding and mask ids forbidden (their mass removed)."""
     logits = np.array(logits, "float64")
-    logits[..., PAD_ID] = -np.inf
+    logits[..., [PAD_ID, UNK_ID]] = -np.inf
     shifted = logits - logits.max(-1, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
 

@@ -105,9 +105,8 @@ def mask_predict(decode, lengths, iterations, max_length, mask_id=UNK_ID, early_
     position's most likely token and its probability. Iteration ``t = 1 .. T-1`` re-masks
     the ``n = floor(length * (T - t) / T)`` positions of lowest probability, runs the decoder
     again, and only the re-masked positions take its new tokens and probabilities. Of equal
-    probabilities, the lower position is re-masked first. The padding id is never predicted
-    (its logit is -inf, as in every search here), so the probabilities are over the other
-    tokens.
+    probabilities, the lower position is re-masked first. The padding id and ``mask_id`` are
+    never predicted (their logits are -inf), so the probabilities are over the other tokens.
 
     With ``early_stopping`` a sentence is finished (frozen) after an iteration ``t >= 1`` that
     changed none of its tokens, and the loop stops once every sentence is finished, as
@@ -174,7 +173,10 @@ def mask_predict(decode, lengths, iterations, max_length, mask_id=UNK_ID, early_
         masked = remask(t, log_p)  # (N, L)
         target_in = ops.where(masked, ops.cast(mask_id, "int32"), tokens)
         logits = ops.cast(decode(target_in), "float32")  # (N, L, V)
-        all_log_p = ops.log_softmax(mask_padding_logits(logits, PAD_ID), axis=-1)
+        # Neither padding nor the mask is ever an output: a kept mask token would print as
+        # UNK, and it could only be masked again.
+        allowed = mask_padding_logits(mask_padding_logits(logits, PAD_ID), mask_id)
+        all_log_p = ops.log_softmax(allowed, axis=-1)
         new_tokens = ops.cast(ops.argmax(all_log_p, axis=-1), "int32")  # (N, L)
         new_log_p = ops.max(all_log_p, axis=-1)
         update = ops.logical_and(masked, ops.expand_dims(ops.logical_not(finished), 1))

@@ -11,9 +11,11 @@ length predictor.
 import keras
 
 from zoo.data import make_translation_dataset
+from zoo.decoding import translate
+from zoo.evaluation.translation import evaluate_translator
 from zoo.models.nat import MASK_ID, PRESETS, NATConfig, build_nat_translator
 from zoo.tasks.task import Task
-from zoo.tasks.translation import TranslationTask
+from zoo.tasks.translation import TranslationTask, bleu_line
 from zoo.training.losses import MaskedSparseCrossEntropy
 from zoo.training.optimizer import make_optimizer
 
@@ -21,7 +23,11 @@ __all__ = ["NATTask"]
 
 
 class NATTask(TranslationTask):
-    """Train the non-autoregressive translator (CMLM) on Multi30k."""
+    """Train, evaluate and run the non-autoregressive translator (CMLM) on Multi30k.
+
+    ``evaluate``/``predict`` options: ``iterations`` (Mask-Predict's T) and ``length_beam``
+    (the candidate lengths per sentence); 1 and 1 are the one-pass decoder.
+    """
 
     name = "nat"
     config_class = NATConfig
@@ -61,5 +67,19 @@ class NATTask(TranslationTask):
         )
         return model
 
-    # No BLEU after each epoch yet: it needs the NAT's decoding in the frame.
+    # No BLEU after each epoch yet.
     metric_callbacks = Task.metric_callbacks
+
+    def evaluate(self, model, vocabulary, split, output_dir, verbose=False, iterations=4,
+                 length_beam=3):
+        scores = evaluate_translator(
+            model, vocabulary, split, output_dir, method="mask_predict", verbose=verbose,
+            iterations=iterations, length_beam=length_beam,
+        )
+        return [bleu_line(split, scores, output_dir)]
+
+    def predict(self, model, vocabulary, lines, verbose=False, iterations=4, length_beam=3):
+        return translate(
+            model, vocabulary, lines, method="mask_predict", iterations=iterations,
+            length_beam=length_beam, verbose=verbose,
+        )
