@@ -12,7 +12,7 @@ import weakref
 from zoo.data.sentencepiece_vocab import EOS_ID, PAD_ID
 from zoo.decoding.beam import beam_search
 from zoo.decoding.greedy import greedy_search
-from zoo.decoding.nat import nat_search
+from zoo.decoding.nat import check_length_beam, nat_search
 from zoo.decoding.sampling import sample
 from zoo.models.nat import decode_and_lengths
 from zoo.models.translator import step_and_caches, translator_layers
@@ -98,6 +98,8 @@ def translator_search(model, method, max_length, beam_size=4, **kwargs):
             (:func:`~zoo.decoding.nat_search`) for a non-autoregressive model.
         max_length: Python int, the most target tokens per sentence.
         beam_size: the beam size of ``"beam"`` (an int, or a scalar int tensor in graph mode).
+            Likewise ``iterations`` and ``length_beam`` of ``"mask_predict"`` (in ``kwargs``;
+            a tensor is clamped as by :func:`~zoo.decoding.nat_search`).
         **kwargs: further arguments of the search (``bos_id``, ``eos_id``, ``alpha``, ...).
 
     Returns:
@@ -113,11 +115,16 @@ def translator_search(model, method, max_length, beam_size=4, **kwargs):
             f"{expected}."
         )
 
+    if is_nat:
+        # Checked, or clamped (a tensor), once: the memory is repeated by the count searched.
+        max_offset = (model.output["length"].shape[-1] - 1) // 2
+        nat_kwargs = {k: v for k, v in kwargs.items() if k != "bos_id"}
+        nat_kwargs["length_beam"] = check_length_beam(kwargs.get("length_beam", 1), max_offset)
+
     def search(source_ids):
         if is_nat:
-            length_beam = kwargs.get("length_beam", 1)
+            length_beam = nat_kwargs["length_beam"]
             decode, scores, lengths = decode_and_lengths(model, source_ids, length_beam)
-            nat_kwargs = {k: v for k, v in kwargs.items() if k != "bos_id"}
             ids, _ = nat_search(decode, scores, lengths, max_length=max_length, **nat_kwargs)
             return ids
         step, caches = step_and_caches(model, source_ids, max_length)

@@ -167,7 +167,8 @@ def decode_and_lengths(model, source_ids, length_beam=1):
     Args:
         model: a model of :func:`build_nat_translator`.
         source_ids: ``(B, S)`` int ids, 0-padded.
-        length_beam: l, the candidate lengths decoded per sentence (an int).
+        length_beam: l, the candidate lengths decoded per sentence (an int, or a scalar int
+            tensor in graph mode, already clamped as the search clamps it).
 
     Returns:
         ``(decode, length_scores, source_lengths)``: ``decode(target_in)`` maps ``(B * l, T)``
