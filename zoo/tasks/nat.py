@@ -13,6 +13,7 @@ import keras
 from zoo.data import make_translation_dataset
 from zoo.decoding import translate
 from zoo.evaluation.translation import evaluate_translator
+from zoo.export import export_nat
 from zoo.models.nat import MASK_ID, PRESETS, NATConfig, build_nat_translator
 from zoo.tasks.task import Task
 from zoo.tasks.translation import TranslationTask, bleu_line
@@ -83,3 +84,8 @@ class NATTask(TranslationTask):
             model, vocabulary, lines, method="mask_predict", iterations=iterations,
             length_beam=length_beam, verbose=verbose,
         )
+
+    def export(self, model, vocabulary, output_dir, verbose=False, **options):
+        """The folder of :func:`zoo.export.export_nat`; ``options`` are its settings
+        (``default_iterations``, ``default_length_beam``, ...)."""
+        return export_nat(model, vocabulary, output_dir, verbose=verbose, **options)
