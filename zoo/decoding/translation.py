@@ -3,8 +3,8 @@
 This is the only TensorFlow-specific module of :mod:`zoo.decoding`: the tokenizer is tf-text
 (:class:`zoo.data.SentencePieceTokenizer`). :func:`translate_strings` is the frame, in graph
 ops, shared by :func:`translate` (the search under ``tf.function(jit_compile=True)``) and the
-SavedModel of :class:`zoo.export.TranslatorServing` (plain graph mode). It knows the tokenizer
-and an ids -> ids search, not the model. TensorFlow is imported when a function is called.
+SavedModels of :class:`zoo.export.TranslatorServing` and :class:`zoo.export.NATServing` (plain
+graph mode). It knows the tokenizer and an ids -> ids search, not the model. TensorFlow is imported when a function is called.
 """
 
 import weakref
