@@ -69,6 +69,11 @@ EPOCHS = flag("--epochs", type=positive_int, help="training epochs (default: the
 BATCH_TOKENS = flag("--batch-tokens", type=positive_int, help="the token budget of a batch")
 MAX_LENGTH = flag("--max-length", type=positive_int, help="the longest sequence, in tokens")
 BEAM_SIZE = flag("--beam-size", type=positive_int, help="beams of --method beam")
+VOCAB_SIZE = flag("--vocab-size", type=positive_int, help="SentencePiece pieces")
+ITERATIONS = flag("--iterations", type=positive_int,
+                  help="Mask-Predict iterations (default 4; 1: one pass)")
+LENGTH_BEAM = flag("--length-beam", type=positive_int,
+                   help="candidate lengths per sentence (default 3)")
 
 TASKS = {
     "translator": {
@@ -77,8 +82,7 @@ TASKS = {
         "splits": ("train", "val", "test2016"),
         "predict": "translate",
         "train": (
-            EPOCHS, BATCH_TOKENS, MAX_LENGTH,
-            flag("--vocab-size", type=positive_int, help="SentencePiece pieces"),
+            EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE,
             flag("--bleu-sample", dest="bleu_sample_size", type=count,
                  help="validation pairs decoded for BLEU after each epoch (default 200; 0: off)"),
         ),
@@ -104,6 +108,16 @@ TASKS = {
         ),
         "evaluate": (),
         "predict_flags": (),
+        "export": (),
+    },
+    "nat": {
+        "help": "the non-autoregressive En->De translator (Multi30k; CMLM, Mask-Predict)",
+        "presets": ("tiny", "small"),
+        "splits": ("train", "val", "test2016"),
+        "predict": "translate",
+        "train": (EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE),
+        "evaluate": (ITERATIONS, LENGTH_BEAM),
+        "predict_flags": (ITERATIONS, LENGTH_BEAM),
         "export": (),
     },
 }

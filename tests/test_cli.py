@@ -178,4 +178,5 @@ def test_the_tables_of_the_command_line_match_the_tasks():
         assert set(zoo_cli.TASKS[name]["presets"]) == set(task.presets), name
     assert set(zoo_cli.TASKS["translator"]["splits"]) == set(MULTI30K_SPLITS)
     assert set(zoo_cli.TASKS["tagger"]["splits"]) == set(UD_ENGLISH_EWT_SPLITS)
+    assert set(zoo_cli.TASKS["nat"]["splits"]) == set(MULTI30K_SPLITS)
     assert zoo_cli.STRATEGIES == STRATEGIES

@@ -17,6 +17,7 @@ from zoo.decoding import (
     nat_search,
     tile_for_beams,
 )
+from zoo.decoding.nat import MAX_ITERATIONS, check_length_beam
 
 VOCAB = 11
 L = 8  # max_length
@@ -59,9 +60,9 @@ class FakeDecoder:
 
 
 def log_softmax_without_pad(logits):
-    """Log-probabilities with the padding id forbidden (its mass removed), as the searches."""
+    """Log-probabilities with the padding and mask ids forbidden (their mass removed)."""
     logits = np.array(logits, "float64")
-    logits[..., PAD_ID] = -np.inf
+    logits[..., [PAD_ID, UNK_ID]] = -np.inf
     shifted = logits - logits.max(-1, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
 
@@ -333,6 +334,34 @@ def test_xla_equals_eager():
     np.testing.assert_array_equal(numpy(xla[0]), numpy(eager[0]))
     np.testing.assert_array_equal(numpy(xla[2]), numpy(eager[2]))
     assert int(xla[4]) == int(eager[4]) > 2
+
+
+def test_tensor_counts_in_graph_mode_equal_python_ints_eager():
+    """A SavedModel's request brings iterations and length_beam as scalar tensors: plain graph
+    mode, dynamic shapes, the same result; out-of-range tensors are clamped."""
+    rng = np.random.default_rng(14)
+    memory = _eos_prone_memory(rng, 3)
+    length_logits = rng.normal(size=(3, 5)).astype("float32")
+    sources = np.array([2, 5, 7], "int32")
+
+    def search(iterations, length_beam):
+        beam = check_length_beam(length_beam, max_offset=2)
+        decoder = FakeDecoder(15, memory=tile_for_beams(memory, beam))
+        return nat_search(
+            decoder, length_logits, sources, max_length=L, iterations=iterations,
+            length_beam=length_beam,
+        )  # fmt: skip
+
+    graph = tf.function(search, autograph=False)
+    for (iterations, length_beam), expected in [
+        ((3, 2), (3, 2)), ((0, -4), (1, 1)), ((10**6, 10**6), (MAX_ITERATIONS, 5))
+    ]:
+        got = graph(tf.constant(iterations), tf.constant(length_beam))
+        eager = search(*expected)
+        np.testing.assert_array_equal(numpy(got[0]), numpy(eager[0]))
+        np.testing.assert_allclose(numpy(got[1]), numpy(eager[1]), atol=1e-5)
+    with pytest.raises(ValueError, match="iterations"):
+        graph(tf.constant(2.0), tf.constant(2))
 
 
 def test_arguments_are_checked():

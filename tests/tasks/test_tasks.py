@@ -147,7 +147,7 @@ def test_load_names_the_file_that_is_wrong(tmp_path):
 
 
 def test_get_task_and_presets():
-    assert set(TASKS) == {"translator", "tagger"}
+    assert set(TASKS) == {"translator", "tagger", "nat"}
     assert get_task(TASKS["tagger"]) is TASKS["tagger"]
     with pytest.raises(ValueError, match="Unknown task 'gpt'"):
         get_task("gpt")

@@ -2,7 +2,9 @@
 refinement and the choice among the candidates, over a plain ``decode(target_in)`` function.
 
 Everything is ``keras.ops`` with fixed shapes: the refinement is one ``while_loop``, so it
-compiles with ``tf.function(jit_compile=True)``. A model trained to fill a fixed length (its
+compiles with ``tf.function(jit_compile=True)``. ``iterations`` and ``length_beam`` may also be
+scalar int tensors in plain graph mode (a SavedModel's request): they are clamped to
+``[1, MAX_ITERATIONS]`` and ``[1, MAX_LENGTH_BEAM]``, and the shapes become dynamic. A model trained to fill a fixed length (its
 targets are tokens, EOS, then anything up to ``max_length``) needs no length prediction: pass
 ``lengths`` of ``max_length`` for every sentence to :func:`nat_search` (or to
 :func:`mask_predict`, then :func:`cut_at_first_eos`), and each sentence ends at its first EOS.
@@ -13,15 +15,35 @@ import numbers
 from keras import ops
 
 from zoo.data.sentencepiece_vocab import EOS_ID, PAD_ID, UNK_ID
-from zoo.decoding.search_helpers import check_max_length, mask_padding_logits
+from zoo.decoding.search_helpers import check_count, check_max_length, mask_padding_logits
 
-__all__ = ["cut_at_first_eos", "length_candidates", "mask_predict", "nat_search"]
+__all__ = [
+    "MAX_ITERATIONS",
+    "MAX_LENGTH_BEAM",
+    "check_length_beam",
+    "cut_at_first_eos",
+    "length_candidates",
+    "mask_predict",
+    "nat_search",
+]
 
 
-def _check_positive_int(value, name):
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive Python int, got {value!r}.")
-    return int(value)
+MAX_ITERATIONS = 16  # the most iterations a tensor ``iterations`` is clamped to
+MAX_LENGTH_BEAM = 8  # the most candidates a tensor ``length_beam`` is clamped to
+
+
+def check_length_beam(length_beam, max_offset):
+    """``length_beam`` checked (a Python int, at most ``2 * max_offset + 1``) or clamped (a
+    scalar int tensor, to ``[1, min(MAX_LENGTH_BEAM, 2 * max_offset + 1)]``).
+
+    The search and whatever repeats the memory per candidate must agree on the count: both
+    take it from here.
+    """
+    offsets = 2 * max_offset + 1
+    length_beam = check_count(length_beam, "length_beam", min(MAX_LENGTH_BEAM, offsets))
+    if isinstance(length_beam, int) and length_beam > offsets:
+        raise ValueError(f"length_beam={length_beam} exceeds the {offsets} offsets.")
+    return length_beam
 
 
 def cut_at_first_eos(tokens, eos_id=EOS_ID):
@@ -59,7 +81,9 @@ def length_candidates(length_logits, source_lengths, length_beam, max_offset, ma
     Args:
         length_logits: ``(B, 2 * max_offset + 1)`` float scores over the offsets.
         source_lengths: ``(B,)`` int source lengths.
-        length_beam: Python int, the number of candidates per sentence.
+        length_beam: the number of candidates per sentence: a Python int (at most the
+            ``2 * max_offset + 1`` offsets), or a scalar int tensor in graph mode, clamped to
+            ``[1, min(MAX_LENGTH_BEAM, 2 * max_offset + 1)]``.
         max_offset: Python int, the largest offset the model predicts, either way.
         max_length: Python int, the longest target (EOS included); at least 2.
 
@@ -76,7 +100,6 @@ def length_candidates(length_logits, source_lengths, length_beam, max_offset, ma
         Ghazvininejad et al. 2019, "Mask-Predict: Parallel Decoding of Conditional Masked
         Language Models", section 3.2 (length candidates).
     """
-    length_beam = _check_positive_int(length_beam, "length_beam")
     max_length = check_max_length(max_length)
     if max_length < 2:
         raise ValueError(f"max_length must be at least 2 (a token and EOS), got {max_length}.")
@@ -89,8 +112,7 @@ def length_candidates(length_logits, source_lengths, length_beam, max_offset, ma
             f"length_logits has {classes} classes; max_offset={max_offset} needs "
             f"{2 * max_offset + 1}."
         )
-    if length_beam > 2 * max_offset + 1:
-        raise ValueError(f"length_beam={length_beam} exceeds the {2 * max_offset + 1} offsets.")
+    length_beam = check_length_beam(length_beam, max_offset)
     _, top = ops.top_k(ops.cast(length_logits, "float32"), length_beam)  # (B, l)
     offsets = ops.cast(top, "int32") - max_offset
     lengths = offsets + ops.expand_dims(ops.cast(source_lengths, "int32"), 1)
@@ -105,9 +127,8 @@ def mask_predict(decode, lengths, iterations, max_length, mask_id=UNK_ID, early_
     position's most likely token and its probability. Iteration ``t = 1 .. T-1`` re-masks
     the ``n = floor(length * (T - t) / T)`` positions of lowest probability, runs the decoder
     again, and only the re-masked positions take its new tokens and probabilities. Of equal
-    probabilities, the lower position is re-masked first. The padding id is never predicted
-    (its logit is -inf, as in every search here), so the probabilities are over the other
-    tokens.
+    probabilities, the lower position is re-masked first. The padding id and ``mask_id`` are
+    never predicted (their logits are -inf), so the probabilities are over the other tokens.
 
     With ``early_stopping`` a sentence is finished (frozen) after an iteration ``t >= 1`` that
     changed none of its tokens, and the loop stops once every sentence is finished, as
@@ -120,7 +141,8 @@ def mask_predict(decode, lengths, iterations, max_length, mask_id=UNK_ID, early_
             ``mask_id`` below each length, 0 from it on) to float logits ``(N, L, V)``. It
             closes over whatever it needs of the source (the encoder output, ``N`` rows).
         lengths: ``(N,)`` int target lengths, EOS included, in ``[1, max_length]``.
-        iterations: T, a Python int >= 1: the most decoder runs.
+        iterations: T, the most decoder runs: a Python int >= 1, or a scalar int tensor in
+            graph mode, clamped to ``[1, MAX_ITERATIONS]``.
         max_length: L, a Python int: the width of the buffers.
         mask_id: the id that marks a position to predict (the model's UNK id).
         early_stopping: stop a sentence once an iteration changes none of its tokens.
@@ -142,7 +164,7 @@ def mask_predict(decode, lengths, iterations, max_length, mask_id=UNK_ID, early_
         Language Models", section 3 (the decoding loop). fairseq's ``cmlm_transformer.py``
         and ``iterative_refinement_generator.py`` (the adaptive stopping).
     """
-    iterations = _check_positive_int(iterations, "iterations")
+    iterations = check_count(iterations, "iterations", MAX_ITERATIONS)
     max_length = check_max_length(max_length)
     lengths = ops.cast(ops.convert_to_tensor(lengths), "int32")  # (N,)
     positions = ops.arange(max_length, dtype="int32")  # (L,)
@@ -174,7 +196,10 @@ def mask_predict(decode, lengths, iterations, max_length, mask_id=UNK_ID, early_
         masked = remask(t, log_p)  # (N, L)
         target_in = ops.where(masked, ops.cast(mask_id, "int32"), tokens)
         logits = ops.cast(decode(target_in), "float32")  # (N, L, V)
-        all_log_p = ops.log_softmax(mask_padding_logits(logits, PAD_ID), axis=-1)
+        # Neither padding nor the mask is ever an output: a kept mask token would print as
+        # UNK, and it could only be masked again.
+        allowed = mask_padding_logits(mask_padding_logits(logits, PAD_ID), mask_id)
+        all_log_p = ops.log_softmax(allowed, axis=-1)
         new_tokens = ops.cast(ops.argmax(all_log_p, axis=-1), "int32")  # (N, L)
         new_log_p = ops.max(all_log_p, axis=-1)
         update = ops.logical_and(masked, ops.expand_dims(ops.logical_not(finished), 1))
@@ -237,9 +262,12 @@ def nat_search(
             target length from the source length, or None with ``lengths``.
         source_lengths: ``(B,)`` int source lengths, with ``length_logits``.
         max_length: L, a Python int: the longest target (EOS included).
-        iterations: T, a Python int, the most Mask-Predict iterations.
-        length_beam: l, a Python int, the number of length candidates per sentence (with
-            ``length_logits``; ``lengths`` sets its own).
+        iterations: T, the most Mask-Predict iterations: a Python int, or a scalar int tensor
+            (graph mode) clamped to ``[1, MAX_ITERATIONS]``.
+        length_beam: l, the number of length candidates per sentence (with
+            ``length_logits``; ``lengths`` sets its own): a Python int, or a scalar int tensor
+            (graph mode) clamped as by :func:`length_candidates`. ``decode`` must have the
+            memory repeated by the same, clamped, count.
         max_offset: Python int, the largest offset the length classes cover; by default
             read from the static width of ``length_logits``.
         lengths: ``(B,)`` or ``(B, l)`` int target lengths given directly (EOS included,
@@ -292,7 +320,9 @@ def nat_search(
         if len(lengths.shape) == 1:
             lengths = ops.expand_dims(lengths, 1)  # (B, 1)
     batch = ops.shape(lengths)[0]
-    beam = lengths.shape[1]  # l, static
+    beam = lengths.shape[1]  # l: static, or a tensor when length_beam is one
+    if beam is None:
+        beam = ops.shape(lengths)[1]
 
     flat_tokens, flat_log_p, _ = mask_predict(
         decode,

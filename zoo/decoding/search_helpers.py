@@ -12,6 +12,7 @@ from zoo.data.sentencepiece_vocab import PAD_ID
 
 __all__ = [
     "batch_size",
+    "check_count",
     "check_max_length",
     "mask_padding_logits",
     "tile_for_beams",
@@ -57,3 +58,41 @@ def check_max_length(max_length):
     if max_length < 1:
         raise ValueError(f"max_length must be at least 1, got {max_length}.")
     return int(max_length)
+
+
+def check_count(value, name, maximum):
+    """A count of a search (iterations, candidates) as a Python int or a scalar int32 tensor.
+
+    A Python int must be at least 1 and is returned as it is (static shapes; ``maximum`` does
+    not apply). A scalar integer tensor, as a SavedModel's request brings it in graph mode, is
+    clamped in the graph to ``[1, maximum]``: a request never fails, and never costs more.
+
+    Args:
+        value: a Python int >= 1, or a scalar integer tensor.
+        name: the argument's name, for the error.
+        maximum: Python int, the largest count a tensor is clamped to.
+
+    Returns:
+        ``int``, or a scalar int32 tensor in ``[1, maximum]``.
+
+    Example:
+        >>> check_count(3, "iterations", 16)
+        3
+        >>> int(check_count(ops.convert_to_tensor(100, "int32"), "iterations", 16))
+        16
+    """
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        if value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}.")
+        return int(value)
+    if not ops.is_tensor(value):
+        raise ValueError(
+            f"{name} must be a positive Python int or a scalar int tensor, got {value!r}."
+        )
+    dtype = keras.backend.standardize_dtype(value.dtype)
+    if "int" not in dtype or len(value.shape) != 0:
+        raise ValueError(
+            f"{name} must be a positive Python int or a scalar int tensor, got a {dtype} tensor "
+            f"of shape {tuple(value.shape)}."
+        )
+    return ops.clip(ops.cast(value, "int32"), 1, maximum)

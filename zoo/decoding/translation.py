@@ -3,8 +3,8 @@
 This is the only TensorFlow-specific module of :mod:`zoo.decoding`: the tokenizer is tf-text
 (:class:`zoo.data.SentencePieceTokenizer`). :func:`translate_strings` is the frame, in graph
 ops, shared by :func:`translate` (the search under ``tf.function(jit_compile=True)``) and the
-SavedModel of :class:`zoo.export.TranslatorServing` (plain graph mode). It knows the tokenizer
-and an ids -> ids search, not the model. TensorFlow is imported when a function is called.
+SavedModels of :class:`zoo.export.TranslatorServing` and :class:`zoo.export.NATServing` (plain
+graph mode). It knows the tokenizer and an ids -> ids search, not the model. TensorFlow is imported when a function is called.
 """
 
 import weakref
@@ -12,13 +12,16 @@ import weakref
 from zoo.data.sentencepiece_vocab import EOS_ID, PAD_ID
 from zoo.decoding.beam import beam_search
 from zoo.decoding.greedy import greedy_search
+from zoo.decoding.nat import check_length_beam, nat_search
 from zoo.decoding.sampling import sample
+from zoo.models.nat import decode_and_lengths
 from zoo.models.translator import step_and_caches, translator_layers
 from zoo.progress import Progress
 
 __all__ = ["translate", "translate_strings", "translator_search"]
 
-METHODS = ("beam", "greedy", "sample")
+METHODS = ("beam", "greedy", "sample", "mask_predict")
+NAT_METHODS = ("mask_predict",)  # the methods of a non-autoregressive model (zoo.models.nat)
 
 # model -> {settings: compiled function}; a model's functions go when the model goes.
 _COMPILED = weakref.WeakKeyDictionary()
@@ -89,10 +92,14 @@ def translator_search(model, method, max_length, beam_size=4, **kwargs):
     """A translator's ids -> ids search, for :func:`translate_strings`.
 
     Args:
-        model: a translator of :func:`zoo.models.build_translator`.
-        method: ``"beam"``, ``"greedy"`` or ``"sample"``.
+        model: a translator of :func:`zoo.models.build_translator`, or for ``"mask_predict"`` a
+            model of :func:`zoo.models.nat.build_nat_translator`.
+        method: ``"beam"``, ``"greedy"`` or ``"sample"``; ``"mask_predict"``
+            (:func:`~zoo.decoding.nat_search`) for a non-autoregressive model.
         max_length: Python int, the most target tokens per sentence.
         beam_size: the beam size of ``"beam"`` (an int, or a scalar int tensor in graph mode).
+            Likewise ``iterations`` and ``length_beam`` of ``"mask_predict"`` (in ``kwargs``;
+            a tensor is clamped as by :func:`~zoo.decoding.nat_search`).
         **kwargs: further arguments of the search (``bos_id``, ``eos_id``, ``alpha``, ...).
 
     Returns:
@@ -100,8 +107,26 @@ def translator_search(model, method, max_length, beam_size=4, **kwargs):
     """
     if method not in METHODS:
         raise ValueError(f"Unknown method {method!r}; choose from {METHODS}.")
+    is_nat = model.name == "nat"
+    if is_nat != (method in NAT_METHODS):  # the other kind's search would run, and be wrong
+        expected = NAT_METHODS if is_nat else tuple(m for m in METHODS if m not in NAT_METHODS)
+        raise ValueError(
+            f"Method {method!r} does not decode a model named {model.name!r}; use one of "
+            f"{expected}."
+        )
+
+    if is_nat:
+        # Checked, or clamped (a tensor), once: the memory is repeated by the count searched.
+        max_offset = (model.output["length"].shape[-1] - 1) // 2
+        nat_kwargs = {k: v for k, v in kwargs.items() if k != "bos_id"}
+        nat_kwargs["length_beam"] = check_length_beam(kwargs.get("length_beam", 1), max_offset)
 
     def search(source_ids):
+        if is_nat:
+            length_beam = nat_kwargs["length_beam"]
+            decode, scores, lengths = decode_and_lengths(model, source_ids, length_beam)
+            ids, _ = nat_search(decode, scores, lengths, max_length=max_length, **nat_kwargs)
+            return ids
         step, caches = step_and_caches(model, source_ids, max_length)
         if method == "beam":
             ids, _ = beam_search(step, caches, max_length, beam_size=beam_size, **kwargs)
@@ -139,7 +164,10 @@ def translate(
             ``bos_id`` and ``eos_id`` start and end the target).
         sentences: a list of source sentences (``str``).
         method: ``"beam"`` (:func:`~zoo.decoding.beam_search`), ``"greedy"``
-            (:func:`~zoo.decoding.greedy_search`) or ``"sample"`` (:func:`~zoo.decoding.sample`).
+            (:func:`~zoo.decoding.greedy_search`) or ``"sample"`` (:func:`~zoo.decoding.sample`);
+            for a model of :func:`zoo.models.nat.build_nat_translator`, ``"mask_predict"``
+            (:func:`~zoo.decoding.nat_search`: ``iterations`` and ``length_beam`` in
+            ``kwargs``; 1 and 1 are the one-pass decoder).
         beam_size: the beam size of ``"beam"``.
         max_length: the most target tokens per sentence; defaults to the model's positions.
         batch_size: the most sentences decoded together.

@@ -5,10 +5,12 @@ from zoo.evaluation.bleu import save_evaluation
 
 
 def evaluate_translator(model, tokenizer, split, output_dir, method="beam", beam_size=5,
-                        max_length=None, verbose=False):
+                        max_length=None, verbose=False, **search_kwargs):
     """Translate a Multi30k split, score it two ways and save the hypotheses beside the score.
 
-    ``verbose`` draws a progress bar over the sentences on stderr.
+    ``verbose`` draws a progress bar over the sentences on stderr; ``search_kwargs`` go to
+    :func:`zoo.decoding.translate` (``iterations``, ``length_beam`` of ``"mask_predict"``) and
+    into the files' names and the score's record.
 
     Returns:
         The score dict (see ``zoo.evaluation.corpus_bleu``).
@@ -20,10 +22,11 @@ def evaluate_translator(model, tokenizer, split, output_dir, method="beam", beam
     references = [reference for _, reference in pairs]
     hypotheses = translate(
         model, tokenizer, sources, method=method, beam_size=beam_size, max_length=max_length,
-        verbose=verbose,
+        verbose=verbose, **search_kwargs,
     )
-    name = f"{split}.{method}{beam_size if method == 'beam' else ''}"
+    settings = "".join(f"-{key}{value}" for key, value in sorted(search_kwargs.items()))
+    name = f"{split}.{method}{beam_size if method == 'beam' else ''}{settings}"
+    extra = {"split": split, "method": method, "beam_size": beam_size if method == "beam" else 1}
     return save_evaluation(
-        output_dir, name, sources, hypotheses, references,
-        extra={"split": split, "method": method, "beam_size": beam_size if method == "beam" else 1},
+        output_dir, name, sources, hypotheses, references, extra={**extra, **search_kwargs}
     )

@@ -65,28 +65,17 @@ References:
 
 import tensorflow as tf
 
-from zoo.artifacts import SENTENCEPIECE_FILE
-from zoo.data.sentencepiece_vocab import PAD_ID, SentencePieceTokenizer
-from zoo.decoding.translation import translate_strings, translator_search
-from zoo.export.folder import save_serving, write_export
-from zoo.models.translator import translator_layers
+from zoo.export.text_serving import STRINGS, TextServing, export_text_serving, positive_int
 
 __all__ = ["MAX_BEAM_SIZE", "SIGNATURES", "TranslatorServing", "export_translator"]
 
 MAX_BEAM_SIZE = 16  # the largest beam of `translate_beam`; larger requests are clamped to it
 SIGNATURES = ("serving_default", "translate_greedy", "translate_beam")
 
-_STRINGS = tf.TensorSpec([None], tf.string, name="inputs")
 _BEAM_SIZE = tf.TensorSpec([], tf.int32, name="beam_size")
 
 
-def _positive_int(value, name):
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}.")
-    return value
-
-
-class TranslatorServing(tf.Module):
+class TranslatorServing(TextServing):
     """A translator and its tokenizer as a ``tf.Module``: sentences in, sentences out, in-graph.
 
     Its three ``tf.function`` methods are the signatures of the SavedModel written by
@@ -135,64 +124,16 @@ class TranslatorServing(tf.Module):
         alpha=0.6,
         name="translator_serving",
     ):
-        super().__init__(name=name)
-        # A tokenizer of its own, from the same model bytes: tf-text's SentencePiece resource
-        # belongs to the eager kernel that made it, and dies when TensorFlow clears its kernel
-        # cache (tf.random.set_seed does), so a tokenizer made earlier may be unusable.
-        if isinstance(tokenizer, SentencePieceTokenizer):
-            tokenizer = tokenizer.model_proto
-        tokenizer = SentencePieceTokenizer(tokenizer)
-        layers = translator_layers(model)
-        if tokenizer.pad_id != PAD_ID or tokenizer.bos_id < 0 or tokenizer.eos_id < 0:
-            raise ValueError(
-                f"The vocabulary needs pad id {PAD_ID}, a BOS and an EOS id; it has pad id "
-                f"{tokenizer.pad_id}, BOS {tokenizer.bos_id}, EOS {tokenizer.eos_id}."
-            )
-        if tokenizer.vocab_size != layers.vocab_size:
-            raise ValueError(
-                f"The vocabulary has {tokenizer.vocab_size} pieces but the model "
-                f"{model.name!r} has vocab_size={layers.vocab_size}: not its vocabulary."
-            )
-        source_positions = layers.max_source_length
-        if max_input_length is None:
-            max_input_length = source_positions
-        if max_output_length is None:
-            max_output_length = layers.max_length
-        if max_input_length is None or max_output_length is None:
-            raise ValueError(
-                "The model's embedding has no max_length: pass max_input_length and "
-                "max_output_length."
-            )
-        _positive_int(max_input_length, "max_input_length")
-        _positive_int(max_output_length, "max_output_length")
-        if source_positions is not None and max_input_length > source_positions:
-            raise ValueError(
-                f"max_input_length={max_input_length} is more than the model's "
-                f"{source_positions} source positions."
-            )
-        if layers.max_length is not None and max_output_length > layers.max_length:
-            raise ValueError(
-                f"max_output_length={max_output_length} is more than the model's "
-                f"{layers.max_length} target positions."
-            )
-        _positive_int(default_beam_size, "default_beam_size")
+        super().__init__(model, tokenizer, max_input_length, max_output_length, name=name)
+        positive_int(default_beam_size, "default_beam_size")
         if default_beam_size > MAX_BEAM_SIZE:
             raise ValueError(f"default_beam_size must be at most {MAX_BEAM_SIZE}.")
 
-        self.tokenizer = tokenizer
-        self.model_variables = list(model.variables)
-        self.max_input_length = max_input_length
-        self.max_output_length = max_output_length
         self.default_beam_size = default_beam_size
         self.alpha = float(alpha)
-        ids = {"bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
-        # A plain function, not tracked: the SavedModel holds the variables, not the model.
-        self._search = lambda method, **kwargs: translator_search(
-            model, method, max_output_length, **ids, **kwargs
-        )
 
     # ------------------------------------------------------------------ signatures
-    @tf.function(input_signature=[_STRINGS], autograph=False)
+    @tf.function(input_signature=[STRINGS], autograph=False)
     def translate(self, inputs):
         """``serving_default``: beam search with ``default_beam_size``.
 
@@ -204,7 +145,7 @@ class TranslatorServing(tf.Module):
         """
         return {"translations": self._translate(inputs, "beam", self.default_beam_size)}
 
-    @tf.function(input_signature=[_STRINGS], autograph=False)
+    @tf.function(input_signature=[STRINGS], autograph=False)
     def translate_greedy(self, inputs):
         """``translate_greedy``: greedy search.
 
@@ -216,7 +157,7 @@ class TranslatorServing(tf.Module):
         """
         return {"translations": self._translate(inputs, "greedy", None)}
 
-    @tf.function(input_signature=[_STRINGS, _BEAM_SIZE], autograph=False)
+    @tf.function(input_signature=[STRINGS, _BEAM_SIZE], autograph=False)
     def translate_beam(self, inputs, beam_size):
         """``translate_beam``: beam search with the beam size of the request.
 
@@ -239,17 +180,11 @@ class TranslatorServing(tf.Module):
             "translate_beam": self.translate_beam,
         }
 
-    def save(self, path):
-        """Write the SavedModel with the three signatures to ``path``; return ``path``."""
-        return save_serving(self, path, self.signatures)
-
     # ------------------------------------------------------------------ the graph
     def _translate(self, inputs, method, beam_size):
         if method == "greedy":
-            search = self._search("greedy")
-        else:
-            search = self._search("beam", beam_size=beam_size, alpha=self.alpha)
-        return translate_strings(inputs, self.tokenizer, search, self.max_input_length)
+            return self.translate_with(inputs, "greedy")
+        return self.translate_with(inputs, "beam", beam_size=beam_size, alpha=self.alpha)
 
 
 def export_translator(
@@ -317,10 +252,4 @@ def export_translator(
         alpha=alpha,
     )
 
-    def write_vocabulary(path):
-        with open(path, "wb") as f:
-            f.write(serving.tokenizer.model_proto)
-
-    return write_export(
-        output_dir, model, SENTENCEPIECE_FILE, write_vocabulary, serving, verbose=verbose
-    )
+    return export_text_serving(model, serving, output_dir, verbose=verbose)

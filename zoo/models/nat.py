@@ -30,6 +30,7 @@ __all__ = [
     "PRESETS",
     "NATConfig",
     "build_nat_translator",
+    "decode_and_lengths",
     "get_config",
     "nat_decode",
     "nat_encode",
@@ -158,3 +159,37 @@ def nat_decode(model, memory, source_padding, target_in):
         training=False,
     )
     return ops.cast(logits, "float32")
+
+
+def decode_and_lengths(model, source_ids, length_beam=1):
+    """What :func:`zoo.decoding.nat_search` takes, with the encoder run here once.
+
+    Args:
+        model: a model of :func:`build_nat_translator`.
+        source_ids: ``(B, S)`` int ids, 0-padded.
+        length_beam: l, the candidate lengths decoded per sentence (an int, or a scalar int
+            tensor in graph mode, already clamped as the search clamps it).
+
+    Returns:
+        ``(decode, length_scores, source_lengths)``: ``decode(target_in)`` maps ``(B * l, T)``
+        decoder inputs to logits over the memory repeated per candidate (row ``b * l + k`` is
+        candidate ``k`` of sentence ``b``), the ``(B, 2K + 1)`` length scores and the ``(B,)``
+        source lengths.
+
+    Example:
+        >>> from zoo.decoding import nat_search
+        >>> model = build_nat_translator(get_config("tiny"))
+        >>> source = ops.convert_to_tensor([[5, 6, 7, 3], [8, 3, 0, 0]], "int32")
+        >>> decode, scores, lengths = decode_and_lengths(model, source, length_beam=2)
+        >>> tokens, _ = nat_search(decode, scores, lengths, max_length=8, length_beam=2)
+        >>> tuple(tokens.shape)
+        (2, 8)
+    """
+    memory, source_padding, scores = nat_encode(model, source_ids)
+    memory, source_padding = (ops.repeat(x, length_beam, axis=0) for x in (memory, source_padding))
+    source_lengths = ops.sum(ops.cast(ops.not_equal(source_ids, 0), "int32"), axis=1)  # (B,)
+
+    def decode(target_in):
+        return nat_decode(model, memory, source_padding, target_in)
+
+    return decode, scores, source_lengths

@@ -9,13 +9,14 @@ import collections
 import os
 
 from zoo.artifacts import MODEL_FILE
+from zoo.tasks.nat import NATTask
 from zoo.tasks.tagging import TaggingTask
 from zoo.tasks.task import Task, first_line
 from zoo.tasks.translation import TranslationTask
 
 __all__ = ["TASKS", "Loaded", "Task", "get_task", "load"]
 
-TASKS = {task.name: task for task in (TranslationTask(), TaggingTask())}
+TASKS = {task.name: task for task in (TranslationTask(), TaggingTask(), NATTask())}
 
 
 def get_task(task):

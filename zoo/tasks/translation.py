@@ -27,7 +27,16 @@ from zoo.training.callbacks import ValidationBleu
 from zoo.training.losses import MaskedSparseCrossEntropy
 from zoo.training.optimizer import make_optimizer
 
-__all__ = ["TranslationTask"]
+__all__ = ["TranslationTask", "bleu_line"]
+
+
+def bleu_line(split, scores, output_dir):
+    """The line that ``zoo evaluate`` prints for a split's BLEU scores."""
+    return (
+        f"{split}: BLEU {scores['bleu']:.2f} ({scores['bleu_signature']}), "
+        f"lowercased BLEU {scores['bleu_lowercase']:.2f} "
+        f"({scores['bleu_lowercase_signature']}); hypotheses in {output_dir}"
+    )
 
 
 class TranslationTask(Task):
@@ -106,11 +115,7 @@ class TranslationTask(Task):
             model, vocabulary, split, output_dir, method=method, beam_size=beam_size,
             verbose=verbose,
         )
-        return [
-            f"{split}: BLEU {scores['bleu']:.2f} ({scores['bleu_signature']}), "
-            f"lowercased BLEU {scores['bleu_lowercase']:.2f} "
-            f"({scores['bleu_lowercase_signature']}); hypotheses in {output_dir}"
-        ]
+        return [bleu_line(split, scores, output_dir)]
 
     def predict(self, model, vocabulary, lines, verbose=False, method="beam", beam_size=4):
         return translate(

@@ -1,0 +1,41 @@
+"""The NAT as a task on the one run path: train(), load(), predict and the command line."""
+
+import numpy as np
+import pytest
+
+from zoo.data import load_multi30k
+from zoo.tasks import get_task, load
+from zoo.training import train
+from zoo_cli import CommandLineError, main
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    task = get_task("nat")
+    config = task.get_config("tiny", vocab_size=400, max_length=32, epochs=2)
+    path = str(tmp_path_factory.mktemp("nat") / "workdir")
+    _, history, _ = train(
+        task, config, path, train_data=load_multi30k("train")[:400],
+        validation_data=load_multi30k("val")[:50], verbose=0,
+    )
+    return path, history.history
+
+
+def test_trains_both_losses_through_the_one_train(workdir):
+    _, history = workdir
+    for key in ("loss", "tokens_loss", "length_loss", "length_accuracy", "val_loss"):
+        assert len(history[key]) == 2 and np.all(np.isfinite(history[key])), key
+    assert history["loss"][1] < history["loss"][0]
+
+
+def test_load_predict_and_the_command_line(workdir, capsys):
+    path, _ = workdir
+    task, model, vocabulary = load(path)
+    assert task is get_task("nat") and model.name == "nat"
+    lines = task.predict(model, vocabulary, ["A dog runs.", ""], iterations=2, length_beam=2)
+    assert len(lines) == 2 and lines[1] == "" and "\u2047" not in lines[0]  # no mask (UNK) left
+    main(["translate", "--workdir", path, "--iterations", "2", "--length-beam", "2",
+          "A dog runs.", ""])
+    assert capsys.readouterr().out.splitlines() == lines
+    with pytest.raises(CommandLineError, match="--beam-size: not an option of the nat"):
+        main(["translate", "--workdir", path, "--beam-size", "2", "A dog runs."])

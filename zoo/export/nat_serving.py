@@ -1,0 +1,199 @@
+"""Export a non-autoregressive translator (CMLM) for serving: the ``.keras`` model, its
+vocabulary, and a SavedModel, in the folder of :func:`zoo.export.export_translator`.
+
+The SavedModel is built from :class:`NATServing`, the frame of
+:func:`zoo.decoding.translate_strings` (the one that :func:`zoo.decoding.translate` runs too)
+around :func:`zoo.decoding.nat_search`: length candidates from the model's length predictor,
+Mask-Predict refinement, the best candidate of each sentence. It loads with TensorFlow and the
+tf-text ops (``import tensorflow_text``), without zoo or Keras.
+
+The signatures:
+
+- ``serving_default``: ``inputs`` (``tf.string``, shape ``[None]``) -> ``translations``
+  (``tf.string``, shape ``[None]``); Mask-Predict with the ``default_iterations`` and
+  ``default_length_beam`` given at export (4 and 3).
+- ``translate_refined``: ``inputs``, ``iterations`` and ``length_beam`` (``tf.int32`` scalars,
+  shape ``[]``) -> ``translations``; Mask-Predict with the settings of the request, clamped to
+  ``[1, MAX_ITERATIONS]`` and ``[1, MAX_LENGTH_BEAM]`` (and to the model's length classes).
+  ``iterations=1, length_beam=1`` is the one-pass decoder.
+
+The rules on the inputs are the translator's (:mod:`zoo.export.translator_serving`): invalid
+UTF-8 is replaced, a sentence is truncated to ``max_input_length`` tokens, an input with no
+tokens translates to ``""``, and every translation is valid UTF-8. In Python::
+
+    import tensorflow as tf
+    import tensorflow_text  # registers the SentencePiece ops
+
+    nat = tf.saved_model.load("output_dir/serving")
+    nat.signatures["translate_refined"](
+        inputs=tf.constant(["A dog runs."]), iterations=tf.constant(10),
+        length_beam=tf.constant(5))["translations"]
+
+References:
+    Ghazvininejad et al. 2019, "Mask-Predict: Parallel Decoding of Conditional Masked Language
+    Models".
+"""
+
+import tensorflow as tf
+
+from zoo.decoding.nat import MAX_ITERATIONS, MAX_LENGTH_BEAM
+from zoo.export.text_serving import STRINGS, TextServing, export_text_serving, positive_int
+
+__all__ = ["NAT_SIGNATURES", "NATServing", "export_nat"]
+
+NAT_SIGNATURES = ("serving_default", "translate_refined")
+
+_ITERATIONS = tf.TensorSpec([], tf.int32, name="iterations")
+_LENGTH_BEAM = tf.TensorSpec([], tf.int32, name="length_beam")
+
+
+class NATServing(TextServing):
+    """A non-autoregressive translator and its tokenizer as a ``tf.Module``: sentences in,
+    sentences out, in-graph.
+
+    Its two ``tf.function`` methods are the signatures of the SavedModel written by
+    :meth:`save` (see :mod:`zoo.export.nat_serving`). They trace in plain TensorFlow graph
+    mode, without XLA: the tf-text ops and the counts of a request do not compile with XLA.
+
+    Args:
+        model: a model of :func:`zoo.models.nat.build_nat_translator`.
+        tokenizer: its :class:`zoo.data.SentencePieceTokenizer` (or the path or bytes of the
+            ``.model`` file), with the model's size, pad id 0, a BOS and an EOS id.
+        max_input_length: the most source tokens read per sentence; defaults to the model's
+            source positions.
+        max_output_length: the longest translation (EOS included), the width of the
+            refinement; defaults to the model's target positions.
+        default_iterations: Mask-Predict's T in ``serving_default``, at most
+            :data:`~zoo.decoding.nat.MAX_ITERATIONS`.
+        default_length_beam: the candidate lengths per sentence in ``serving_default``, at
+            most :data:`~zoo.decoding.nat.MAX_LENGTH_BEAM`.
+        name: the module name.
+
+    Example:
+        >>> import os, tempfile
+        >>> from zoo.data import load_multi30k, train_sentencepiece
+        >>> from zoo.models.nat import build_nat_translator, get_config
+        >>> texts = [s for pair in load_multi30k("val") for s in pair]
+        >>> vocab = train_sentencepiece(texts, os.path.join(tempfile.mkdtemp(), "sp"), 400)
+        >>> model = build_nat_translator(get_config("tiny", vocab_size=400, max_length=16))
+        >>> serving = NATServing(model, vocab)
+        >>> outputs = serving.translate_refined(
+        ...     tf.constant(["A dog runs.", ""]), tf.constant(2), tf.constant(2))
+        >>> outputs["translations"].shape
+        TensorShape([2])
+    """
+
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        max_input_length=None,
+        max_output_length=None,
+        default_iterations=4,
+        default_length_beam=3,
+        name="nat_serving",
+    ):
+        if model.name != "nat":
+            raise ValueError(
+                f"NATServing serves a model of build_nat_translator (named 'nat'), not "
+                f"{model.name!r}; a translator takes TranslatorServing."
+            )
+        super().__init__(model, tokenizer, max_input_length, max_output_length, name=name)
+        for value, name_, maximum in (
+            (default_iterations, "default_iterations", MAX_ITERATIONS),
+            (default_length_beam, "default_length_beam", MAX_LENGTH_BEAM),
+        ):
+            if positive_int(value, name_) > maximum:
+                raise ValueError(f"{name_} must be at most {maximum}, got {value}.")
+        self.default_iterations = default_iterations
+        self.default_length_beam = default_length_beam
+
+    # ------------------------------------------------------------------ signatures
+    @tf.function(input_signature=[STRINGS], autograph=False)
+    def translate(self, inputs):
+        """``serving_default``: Mask-Predict with the default iterations and length beam.
+
+        Args:
+            inputs: ``tf.string`` ``[None]``, the sentences (any bytes).
+
+        Returns:
+            ``{"translations": tf.string [None]}``, one UTF-8 translation per input.
+        """
+        return {
+            "translations": self._refined(
+                inputs, self.default_iterations, self.default_length_beam
+            )
+        }
+
+    @tf.function(input_signature=[STRINGS, _ITERATIONS, _LENGTH_BEAM], autograph=False)
+    def translate_refined(self, inputs, iterations, length_beam):
+        """``translate_refined``: Mask-Predict with the settings of the request.
+
+        Args:
+            inputs: ``tf.string`` ``[None]``, the sentences (any bytes).
+            iterations: ``tf.int32`` scalar, clamped to ``[1, MAX_ITERATIONS]``.
+            length_beam: ``tf.int32`` scalar, clamped to ``[1, MAX_LENGTH_BEAM]``.
+
+        Returns:
+            ``{"translations": tf.string [None]}``, one UTF-8 translation per input.
+        """
+        return {"translations": self._refined(inputs, iterations, length_beam)}
+
+    @property
+    def signatures(self):
+        """The SavedModel's signatures, name -> ``tf.function`` (:data:`NAT_SIGNATURES`)."""
+        return {"serving_default": self.translate, "translate_refined": self.translate_refined}
+
+    # ------------------------------------------------------------------ the graph
+    def _refined(self, inputs, iterations, length_beam):
+        # The search clamps tensor counts (zoo.decoding.nat.check_length_beam, check_count).
+        return self.translate_with(
+            inputs, "mask_predict", iterations=iterations, length_beam=length_beam
+        )
+
+
+def export_nat(
+    model,
+    tokenizer,
+    output_dir,
+    max_input_length=None,
+    max_output_length=None,
+    default_iterations=4,
+    default_length_beam=3,
+    verbose=False,
+):
+    """Write ``model.keras``, ``sentencepiece.model`` and the ``serving/`` SavedModel of a
+    non-autoregressive translator.
+
+    The SavedModel's signatures, ``serving_default`` and ``translate_refined`` (with
+    ``iterations`` and ``length_beam`` inputs), map ``inputs`` (``tf.string [None]``) to
+    ``translations`` (``tf.string [None]``); see :mod:`zoo.export.nat_serving`. Everything is
+    checked before anything is written.
+
+    Args:
+        model: a model of :func:`zoo.models.nat.build_nat_translator`.
+        tokenizer: its :class:`zoo.data.SentencePieceTokenizer`, or the path of its ``.model``.
+        output_dir: the folder to write (created if missing; files in it are overwritten).
+        max_input_length: the most source tokens read per sentence; defaults to the model's
+            ``max_length``.
+        max_output_length: the longest translation; defaults to the model's ``max_length``.
+        default_iterations: Mask-Predict's T in ``serving_default``.
+        default_length_beam: the candidate lengths per sentence in ``serving_default``.
+        verbose: draw a progress bar on stderr over the export's stages.
+
+    Returns:
+        ``output_dir``, as a ``str``.
+
+    Raises:
+        ValueError: a model that is not a NAT, a vocabulary that does not fit it, or a length
+            or count out of range.
+    """
+    serving = NATServing(
+        model,
+        tokenizer,
+        max_input_length=max_input_length,
+        max_output_length=max_output_length,
+        default_iterations=default_iterations,
+        default_length_beam=default_length_beam,
+    )
+    return export_text_serving(model, serving, output_dir, verbose=verbose)

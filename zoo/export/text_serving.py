@@ -1,0 +1,133 @@
+"""What the translators' serving modules share: the tokenizer, the checks of the lengths, the
+search of :func:`zoo.decoding.translator_search` in the frame of
+:func:`zoo.decoding.translate_strings`, and the export folder.
+
+:class:`TextServing` is the base of :class:`zoo.export.TranslatorServing` (autoregressive) and
+:class:`zoo.export.NATServing` (non-autoregressive); a subclass only adds its signatures.
+"""
+
+import tensorflow as tf
+
+from zoo.artifacts import SENTENCEPIECE_FILE
+from zoo.data.sentencepiece_vocab import PAD_ID, SentencePieceTokenizer
+from zoo.decoding.translation import translate_strings, translator_search
+from zoo.export.folder import save_serving, write_export
+from zoo.models.translator import translator_layers
+
+__all__ = ["STRINGS", "TextServing", "export_text_serving", "positive_int"]
+
+STRINGS = tf.TensorSpec([None], tf.string, name="inputs")  # the ``inputs`` of every signature
+
+
+def positive_int(value, name):
+    """``value``, a Python int >= 1, or a ValueError."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}.")
+    return value
+
+
+class TextServing(tf.Module):
+    """A translator and its tokenizer as a ``tf.Module``: sentences in, sentences out, in-graph.
+
+    The base of the serving modules of the translators; a subclass defines its ``tf.function``
+    methods (``autograph=False``, plain graph mode) and the :attr:`signatures` property, each
+    signature calling :meth:`translate_with`. The module tracks the model's variables and the
+    tokenizer's resource, not the Keras model itself, so the SavedModel holds no Keras objects.
+
+    Args:
+        model: a model of :func:`zoo.models.build_translator` or of
+            :func:`zoo.models.nat.build_nat_translator`.
+        tokenizer: its :class:`zoo.data.SentencePieceTokenizer` (or the path or bytes of the
+            ``.model`` file). The vocabulary must have the model's size, pad id 0, a BOS and an
+            EOS id.
+        max_input_length: the most source tokens read per sentence; longer sentences are
+            truncated. Defaults to the model's source positions.
+        max_output_length: the most target tokens per translation (EOS included). Defaults to
+            the model's target positions.
+        name: the module name.
+
+    Attributes:
+        tokenizer: the tokenizer (a ``tf.Module``).
+        model_variables: the model's variables, tracked for the SavedModel.
+        max_input_length, max_output_length: the settings above.
+    """
+
+    def __init__(self, model, tokenizer, max_input_length=None, max_output_length=None, name=None):
+        super().__init__(name=name)
+        # A tokenizer of its own, from the same model bytes: tf-text's SentencePiece resource
+        # belongs to the eager kernel that made it, and dies when TensorFlow clears its kernel
+        # cache (tf.random.set_seed does), so a tokenizer made earlier may be unusable.
+        if isinstance(tokenizer, SentencePieceTokenizer):
+            tokenizer = tokenizer.model_proto
+        tokenizer = SentencePieceTokenizer(tokenizer)
+        layers = translator_layers(model)
+        if tokenizer.pad_id != PAD_ID or tokenizer.bos_id < 0 or tokenizer.eos_id < 0:
+            raise ValueError(
+                f"The vocabulary needs pad id {PAD_ID}, a BOS and an EOS id; it has pad id "
+                f"{tokenizer.pad_id}, BOS {tokenizer.bos_id}, EOS {tokenizer.eos_id}."
+            )
+        if tokenizer.vocab_size != layers.vocab_size:
+            raise ValueError(
+                f"The vocabulary has {tokenizer.vocab_size} pieces but the model "
+                f"{model.name!r} has vocab_size={layers.vocab_size}: not its vocabulary."
+            )
+        source_positions = layers.max_source_length
+        if max_input_length is None:
+            max_input_length = source_positions
+        if max_output_length is None:
+            max_output_length = layers.max_length
+        if max_input_length is None or max_output_length is None:
+            raise ValueError(
+                "The model's embedding has no max_length: pass max_input_length and "
+                "max_output_length."
+            )
+        positive_int(max_input_length, "max_input_length")
+        positive_int(max_output_length, "max_output_length")
+        if source_positions is not None and max_input_length > source_positions:
+            raise ValueError(
+                f"max_input_length={max_input_length} is more than the model's "
+                f"{source_positions} source positions."
+            )
+        if layers.max_length is not None and max_output_length > layers.max_length:
+            raise ValueError(
+                f"max_output_length={max_output_length} is more than the model's "
+                f"{layers.max_length} target positions."
+            )
+
+        self.tokenizer = tokenizer
+        self.model_variables = list(model.variables)
+        self.max_input_length = max_input_length
+        self.max_output_length = max_output_length
+        ids = {"bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
+        # A plain function, not tracked: the SavedModel holds the variables, not the model.
+        self._search = lambda method, **kwargs: translator_search(
+            model, method, max_output_length, **ids, **kwargs
+        )
+
+    @property
+    def signatures(self):
+        """The SavedModel's signatures, name -> ``tf.function``."""
+        raise NotImplementedError
+
+    def save(self, path):
+        """Write the SavedModel with :attr:`signatures` to ``path``; return ``path``."""
+        return save_serving(self, path, self.signatures)
+
+    def translate_with(self, inputs, method, **kwargs):
+        """``inputs`` (``tf.string`` ``[None]``) translated in the graph by the search
+        ``method`` of :func:`zoo.decoding.translator_search`, with ``kwargs``."""
+        search = self._search(method, **kwargs)
+        return translate_strings(inputs, self.tokenizer, search, self.max_input_length)
+
+
+def export_text_serving(model, serving, output_dir, verbose=False):
+    """Write ``model.keras``, ``sentencepiece.model`` (the tokenizer of ``serving``) and the
+    SavedModel of ``serving`` (a :class:`TextServing`) into ``output_dir``; return its path."""
+
+    def write_vocabulary(path):
+        with open(path, "wb") as f:
+            f.write(serving.tokenizer.model_proto)
+
+    return write_export(
+        output_dir, model, SENTENCEPIECE_FILE, write_vocabulary, serving, verbose=verbose
+    )

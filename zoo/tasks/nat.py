@@ -1,0 +1,91 @@
+"""The non-autoregressive translation task: Multi30k En->De with the CMLM of
+:func:`zoo.models.nat.build_nat_translator`.
+
+Everything but the model and its training objective is the translation task's: the Multi30k
+data, the joint SentencePiece vocabulary, the workdir. The batches are those of a conditional
+masked language model (``make_translation_dataset(objective="cmlm")``); the loss is the
+label-smoothed cross entropy of the masked tokens plus ``length_loss_weight`` times that of the
+length predictor.
+"""
+
+import keras
+
+from zoo.data import make_translation_dataset
+from zoo.decoding import translate
+from zoo.evaluation.translation import evaluate_translator
+from zoo.export import export_nat
+from zoo.models.nat import MASK_ID, PRESETS, NATConfig, build_nat_translator
+from zoo.tasks.task import Task
+from zoo.tasks.translation import TranslationTask, bleu_line
+from zoo.training.losses import MaskedSparseCrossEntropy
+from zoo.training.optimizer import make_optimizer
+
+__all__ = ["NATTask"]
+
+
+class NATTask(TranslationTask):
+    """Train, evaluate and run the non-autoregressive translator (CMLM) on Multi30k.
+
+    ``evaluate``/``predict`` options: ``iterations`` (Mask-Predict's T) and ``length_beam``
+    (the candidate lengths per sentence); 1 and 1 are the one-pass decoder.
+    """
+
+    name = "nat"
+    config_class = NATConfig
+    presets = PRESETS
+
+    def dataset(self, config, vocabulary, data, training, jit_compile=False):
+        return make_translation_dataset(
+            data,
+            vocabulary,
+            batch_tokens=config.batch_tokens,
+            max_length=config.max_length,
+            bucket_width=config.bucket_width,
+            shuffle=training,
+            seed=0,
+            pad_to_bucket=jit_compile,  # few distinct shapes, so XLA compiles few programs
+            objective="cmlm",
+            mask_id=MASK_ID,
+            max_offset=config.max_offset,
+        )
+
+    def build_model(self, config):
+        return build_nat_translator(config)
+
+    def compile_model(self, model, config, jit_compile=False):
+        """The masked tokens' mean cross entropy plus the weighted length cross entropy."""
+        model.compile(
+            optimizer=make_optimizer(config),
+            loss={
+                "tokens": MaskedSparseCrossEntropy(
+                    label_smoothing=config.label_smoothing, mean_over="labels"
+                ),
+                "length": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            },
+            loss_weights={"tokens": 1.0, "length": config.length_loss_weight},
+            metrics={"length": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]},
+            jit_compile=jit_compile,
+        )
+        return model
+
+    # No BLEU after each epoch yet.
+    metric_callbacks = Task.metric_callbacks
+
+    def evaluate(self, model, vocabulary, split, output_dir, verbose=False, iterations=4,
+                 length_beam=3):
+        scores = evaluate_translator(
+            model, vocabulary, split, output_dir, method="mask_predict", verbose=verbose,
+            iterations=iterations, length_beam=length_beam,
+        )
+        return [bleu_line(split, scores, output_dir)]
+
+    def predict(self, model, vocabulary, lines, verbose=False, iterations=4, length_beam=3):
+        return translate(
+            model, vocabulary, lines, method="mask_predict", iterations=iterations,
+            length_beam=length_beam, verbose=verbose,
+        )
+
+    def export(self, model, vocabulary, output_dir, verbose=False, **options):
+        """The folder of :func:`zoo.export.export_nat`; ``options`` are its settings
+        (``default_iterations``, ``default_length_beam``, ...)."""
+        return export_nat(model, vocabulary, output_dir, verbose=verbose, **options)
