@@ -10,7 +10,6 @@ length predictor.
 
 import keras
 
-from zoo.data import make_translation_dataset
 from zoo.decoding import translate
 from zoo.evaluation.translation import evaluate_translator
 from zoo.export import export_nat
@@ -34,20 +33,9 @@ class NATTask(TranslationTask):
     config_class = NATConfig
     presets = PRESETS
 
-    def dataset(self, config, vocabulary, data, training, jit_compile=False):
-        return make_translation_dataset(
-            data,
-            vocabulary,
-            batch_tokens=config.batch_tokens,
-            max_length=config.max_length,
-            bucket_width=config.bucket_width,
-            shuffle=training,
-            seed=0,
-            pad_to_bucket=jit_compile,  # few distinct shapes, so XLA compiles few programs
-            objective="cmlm",
-            mask_id=MASK_ID,
-            max_offset=config.max_offset,
-        )
+    def objective(self, config):
+        """Masked targets and the length label (``make_translation_dataset``'s ``"cmlm"``)."""
+        return {"objective": "cmlm", "mask_id": MASK_ID, "max_offset": config.max_offset}
 
     def build_model(self, config):
         return build_nat_translator(config)

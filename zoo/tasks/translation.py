@@ -89,7 +89,12 @@ class TranslationTask(Task):
             shuffle=training,
             seed=0,
             pad_to_bucket=jit_compile,  # few distinct shapes, so XLA compiles few programs
+            **self.objective(config),
         )
+
+    def objective(self, config):
+        """The training objective's arguments of ``make_translation_dataset``: teacher forcing."""
+        return {}
 
     def build_model(self, config):
         return build_translator(config)
