@@ -21,6 +21,7 @@ from zoo.models.translator import (
     _decoder_stack,
     _encoder_stack,
     _NewLayers,
+    encode,
     translator_layers,
 )
 
@@ -129,10 +130,7 @@ def nat_encode(model, source_ids):
         boolean ``(B, S)`` mask (True on real tokens) and the float32 offset scores
         ``(B, 2K + 1)``.
     """
-    layers = translator_layers(model)
-    source_ids = ops.cast(source_ids, "int32")
-    source_padding = layers.source_embedding.compute_mask(source_ids)  # (B, S)
-    memory = _encoder_stack(layers, source_ids, padding_mask=source_padding, training=False)
+    memory, source_padding = encode(model, source_ids)  # the translator's encoder, as it runs
     scores = model.get_layer("length_predictor")(memory, padding_mask=source_padding)
     return memory, source_padding, ops.cast(scores, "float32")
 
