@@ -74,6 +74,9 @@ ITERATIONS = flag("--iterations", type=positive_int,
                   help="Mask-Predict iterations (default 4; 1: one pass)")
 LENGTH_BEAM = flag("--length-beam", type=positive_int,
                    help="candidate lengths per sentence (default 3)")
+RESCORE_WITH = flag("--rescore-with", metavar="DIR",
+                    help="a translator (workdir or export) of the same vocabulary that picks "
+                    "among the length candidates")
 
 TASKS = {
     "translator": {
@@ -116,8 +119,8 @@ TASKS = {
         "splits": ("train", "val", "test2016"),
         "predict": "translate",
         "train": (EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE),
-        "evaluate": (ITERATIONS, LENGTH_BEAM),
-        "predict_flags": (ITERATIONS, LENGTH_BEAM),
+        "evaluate": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH),
+        "predict_flags": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH),
         "export": (),
     },
 }

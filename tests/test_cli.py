@@ -180,3 +180,17 @@ def test_the_tables_of_the_command_line_match_the_tasks():
     assert set(zoo_cli.TASKS["tagger"]["splits"]) == set(UD_ENGLISH_EWT_SPLITS)
     assert set(zoo_cli.TASKS["nat"]["splits"]) == set(MULTI30K_SPLITS)
     assert zoo_cli.STRATEGIES == STRATEGIES
+
+
+def test_every_evaluate_and_predict_flag_is_an_option_of_its_task():
+    import argparse
+    import inspect
+
+    from zoo.tasks import TASKS
+
+    for name, row in zoo_cli.TASKS.items():
+        for key, hook in (("evaluate", "evaluate"), ("predict_flags", "predict")):
+            parser = argparse.ArgumentParser()
+            dests = {parser.add_argument(*names, **options).dest for names, options in row[key]}
+            parameters = inspect.signature(getattr(TASKS[name], hook)).parameters
+            assert dests <= set(parameters), (name, key, dests - set(parameters))

@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo.data import EOS_ID, SentencePieceTokenizer, load_multi30k, train_sentencepiece
-from zoo.decoding import nat_search, translate
+from zoo.data import BOS_ID, EOS_ID, SentencePieceTokenizer, load_multi30k, train_sentencepiece
+from zoo.decoding import length_candidates, nat_search, translate
 from zoo.models import build_translator, translator_config
+from zoo.models.translator import full_logits
 from zoo.models.nat import build_nat_translator, decode_and_lengths, get_config
 
 VOCAB_SIZE = 400
@@ -54,3 +55,52 @@ def test_each_kind_of_model_refuses_the_others_methods(model, tokenizer):
     translator = build_translator(translator_config("tiny", vocab_size=VOCAB_SIZE))
     with pytest.raises(ValueError, match="'mask_predict' does not decode a model named"):
         translate(translator, tokenizer, SENTENCES, method="mask_predict")
+
+
+@pytest.fixture(scope="module")
+def teacher():
+    keras.utils.set_random_seed(5)
+    return build_translator(translator_config("tiny", vocab_size=VOCAB_SIZE, max_length=MAX_LENGTH))
+
+
+def test_a_rescorer_keeps_the_candidate_it_reads_as_most_likely(model, tokenizer, teacher):
+    """Against a loop: every length candidate decoded alone, scored alone by the translator."""
+    got = translate(model, tokenizer, SENTENCES, method="mask_predict", iterations=2,
+                    length_beam=3, rescorer=teacher)
+    real = [s for s in SENTENCES if s.strip()]
+    source = tokenizer.tokenize(tf.constant(real)).to_tensor()
+    decode, length_logits, source_lengths = decode_and_lengths(model, source, 1)
+    lengths = np.asarray(length_candidates(length_logits, source_lengths, 3, 8, MAX_LENGTH))
+    expected = []
+    for row in range(len(real)):
+        best, best_score = None, -np.inf
+        for length in lengths[row]:  # best first: a later candidate must score strictly higher
+            one_decode, _, _ = decode_and_lengths(model, source[row : row + 1], 1)
+            ids, _ = nat_search(one_decode, max_length=MAX_LENGTH, iterations=2,
+                                lengths=[int(length)])
+            ids = np.asarray(ids)[0]
+            count = int((ids != 0).sum())
+            target_in = np.concatenate([[BOS_ID], ids[:-1]])[None]
+            logits = np.asarray(full_logits(teacher, source[row : row + 1], target_in))[0]
+            top = logits.max(-1, keepdims=True)
+            log_p = logits - top - np.log(np.exp(logits - top).sum(-1, keepdims=True))
+            score = sum(log_p[i, ids[i]] for i in range(count)) / count
+            if score > best_score + 1e-5:
+                best, best_score = ids, score
+        expected.append(tokenizer.detokenize(best[None]).numpy()[0].decode())
+    texts = iter(expected)
+    assert got == [next(texts) if s.strip() else "" for s in SENTENCES]
+
+
+def test_a_rescorer_must_be_a_translator_of_the_same_vocabulary(model, tokenizer, teacher):
+    def run(rescorer, method="mask_predict"):
+        translate(model if method == "mask_predict" else teacher, tokenizer, SENTENCES[:1],
+                  method=method, rescorer=rescorer)
+
+    with pytest.raises(ValueError, match="must be an autoregressive translator"):
+        run(model)
+    other = build_translator(translator_config("tiny", vocab_size=500, max_length=MAX_LENGTH))
+    with pytest.raises(ValueError, match="500 tokens and the model 400"):
+        run(other)
+    with pytest.raises(ValueError, match="'mask_predict' only"):
+        run(teacher, method="greedy")

@@ -9,13 +9,13 @@ graph mode). It knows the tokenizer and an ids -> ids search, not the model. Ten
 
 import weakref
 
-from zoo.data.sentencepiece_vocab import EOS_ID, PAD_ID
+from zoo.data.sentencepiece_vocab import BOS_ID, EOS_ID, PAD_ID
 from zoo.decoding.beam import beam_search
 from zoo.decoding.greedy import greedy_search
 from zoo.decoding.nat import check_length_beam, nat_search
 from zoo.decoding.sampling import sample
 from zoo.models.nat import decode_and_lengths
-from zoo.models.translator import step_and_caches, translator_layers
+from zoo.models.translator import rescorer, step_and_caches, translator_layers
 from zoo.progress import Progress
 
 __all__ = ["translate", "translate_strings", "translator_search"]
@@ -103,7 +103,9 @@ def translator_search(model, method, max_length, beam_size=4, **kwargs):
         **kwargs: further arguments of the search (``bos_id``, ``eos_id``, ``alpha``, ...).
 
     Returns:
-        A function ``(B, S)`` source ids -> ``(B, max_length)`` int32 target ids.
+        A function ``(B, S)`` source ids -> ``(B, L)`` int32 target ids, ``L = max_length``
+        (``"mask_predict"`` with a static ``S``: ``L = min(max_length, S + max_offset)``, the
+        longest length the model can predict).
     """
     if method not in METHODS:
         raise ValueError(f"Unknown method {method!r}; choose from {METHODS}.")
@@ -118,14 +120,29 @@ def translator_search(model, method, max_length, beam_size=4, **kwargs):
     if is_nat:
         # Checked, or clamped (a tensor), once: the memory is repeated by the count searched.
         max_offset = (model.output["length"].shape[-1] - 1) // 2
-        nat_kwargs = {k: v for k, v in kwargs.items() if k != "bos_id"}
+        nat_kwargs = {k: v for k, v in kwargs.items() if k not in ("bos_id", "rescorer")}
         nat_kwargs["length_beam"] = check_length_beam(kwargs.get("length_beam", 1), max_offset)
+        teacher = kwargs.get("rescorer")
+        if teacher is not None:
+            _check_rescorer(teacher, model, max_length)
+    elif kwargs.get("rescorer") is not None:
+        raise ValueError("rescorer reranks the candidates of method 'mask_predict' only.")
 
     def search(source_ids):
         if is_nat:
             length_beam = nat_kwargs["length_beam"]
             decode, scores, lengths = decode_and_lengths(model, source_ids, length_beam)
-            ids, _ = nat_search(decode, scores, lengths, max_length=max_length, **nat_kwargs)
+            rescore = None
+            if teacher is not None:
+                rescore = rescorer(teacher, source_ids, kwargs.get("bos_id", BOS_ID))
+            # No candidate is longer than its source plus the largest offset: a static source
+            # width (under XLA) bounds the buffers, which would otherwise span every position.
+            width = max_length
+            if source_ids.shape[1] is not None:
+                width = max(2, min(max_length, source_ids.shape[1] + max_offset))
+            ids, _ = nat_search(
+                decode, scores, lengths, max_length=width, rescore=rescore, **nat_kwargs
+            )
             return ids
         step, caches = step_and_caches(model, source_ids, max_length)
         if method == "beam":
@@ -136,6 +153,27 @@ def translator_search(model, method, max_length, beam_size=4, **kwargs):
         return sample(step, caches, max_length, **kwargs)
 
     return search
+
+
+def _check_rescorer(teacher, model, max_length):
+    """An autoregressive translator that can read the NAT's candidates, or a ValueError."""
+    if getattr(teacher, "name", None) != "translator":
+        raise ValueError(
+            f"rescorer must be an autoregressive translator (a model named 'translator'), got "
+            f"{getattr(teacher, 'name', type(teacher).__name__)!r}."
+        )
+    sizes = (translator_layers(teacher).vocab_size, translator_layers(model).vocab_size)
+    if sizes[0] != sizes[1]:
+        raise ValueError(
+            f"The rescorer has {sizes[0]} tokens and the model {sizes[1]}: a rescorer must "
+            "share the model's vocabulary."
+        )
+    positions = translator_layers(teacher).max_length
+    if positions is not None and positions < max_length:
+        raise ValueError(
+            f"The rescorer reads {positions} target positions; the candidates have up to "
+            f"{max_length} (pass max_length={positions})."
+        )
 
 
 def translate(
@@ -167,7 +205,9 @@ def translate(
             (:func:`~zoo.decoding.greedy_search`) or ``"sample"`` (:func:`~zoo.decoding.sample`);
             for a model of :func:`zoo.models.nat.build_nat_translator`, ``"mask_predict"``
             (:func:`~zoo.decoding.nat_search`: ``iterations`` and ``length_beam`` in
-            ``kwargs``; 1 and 1 are the one-pass decoder).
+            ``kwargs``; 1 and 1 are the one-pass decoder; ``rescorer``, an autoregressive
+            translator of the same vocabulary, picks among the length candidates by its
+            mean log-probability per token instead of the NAT's own).
         beam_size: the beam size of ``"beam"``.
         max_length: the most target tokens per sentence; defaults to the model's positions.
         batch_size: the most sentences decoded together.
@@ -200,6 +240,8 @@ def translate(
     sentences = list(sentences)
     if not sentences:
         return []
+    if kwargs.get("rescorer", 0) is None:
+        del kwargs["rescorer"]  # no rescorer: the same compiled search as without the argument
     layers = translator_layers(model)
     if max_length is None:
         max_length = layers.max_length

@@ -5,12 +5,13 @@ from zoo.evaluation.bleu import save_evaluation
 
 
 def evaluate_translator(model, tokenizer, split, output_dir, method="beam", beam_size=5,
-                        max_length=None, verbose=False, **search_kwargs):
+                        max_length=None, verbose=False, rescorer=None, **search_kwargs):
     """Translate a Multi30k split, score it two ways and save the hypotheses beside the score.
 
     ``verbose`` draws a progress bar over the sentences on stderr; ``search_kwargs`` go to
     :func:`zoo.decoding.translate` (``iterations``, ``length_beam`` of ``"mask_predict"``) and
-    into the files' names and the score's record.
+    into the files' names and the score's record. ``rescorer`` (an autoregressive translator
+    reranking a non-autoregressive model's candidates) adds ``-rescored`` to the names.
 
     Returns:
         The score dict (see ``zoo.evaluation.corpus_bleu``).
@@ -22,9 +23,11 @@ def evaluate_translator(model, tokenizer, split, output_dir, method="beam", beam
     references = [reference for _, reference in pairs]
     hypotheses = translate(
         model, tokenizer, sources, method=method, beam_size=beam_size, max_length=max_length,
-        verbose=verbose, **search_kwargs,
+        verbose=verbose, rescorer=rescorer, **search_kwargs,
     )
     settings = "".join(f"-{key}{value}" for key, value in sorted(search_kwargs.items()))
+    if rescorer is not None:
+        settings, search_kwargs = settings + "-rescored", {**search_kwargs, "rescored": True}
     name = f"{split}.{method}{beam_size if method == 'beam' else ''}{settings}"
     extra = {"split": split, "method": method, "beam_size": beam_size if method == "beam" else 1}
     return save_evaluation(

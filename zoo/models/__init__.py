@@ -6,6 +6,9 @@ from zoo.models.translator import get_config as translator_config
 from zoo.models.tagger import PRESETS as TAGGER_PRESETS
 from zoo.models.tagger import TaggerConfig, TaggerHead, build_tagger, tagger_heads
 from zoo.models.tagger import get_config as tagger_config
+from zoo.models.nat import PRESETS as NAT_PRESETS
+from zoo.models.nat import NATConfig, build_nat_translator
+from zoo.models.nat import get_config as nat_config
 
 __all__ = [
     "TRANSLATOR_PRESETS",
@@ -18,4 +21,8 @@ __all__ = [
     "build_tagger",
     "tagger_config",
     "tagger_heads",
+    "NAT_PRESETS",
+    "NATConfig",
+    "build_nat_translator",
+    "nat_config",
 ]

@@ -510,6 +510,51 @@ def full_logits(model, source_ids, target_in):
     return ops.cast(model(inputs, training=False), "float32")
 
 
+def rescorer(model, source_ids, bos_id):
+    """A scorer of whole candidate translations by this translator, for reranking.
+
+    Gu et al. 2018 rerank a non-autoregressive model's candidates with an autoregressive one;
+    :func:`zoo.decoding.nat_search` takes the function returned here as its ``rescore``. Each
+    candidate is read once with teacher forcing (one parallel pass, no search).
+
+    Args:
+        model: a translator of :func:`build_translator`.
+        source_ids: ``(B, S)`` int ids, 0-padded: the sentences the candidates translate.
+        bos_id: the id that starts the decoder's input.
+
+    Returns:
+        ``rescore(tokens) -> scores``: ``(B, l, L)`` int candidates (0 after each one's end;
+        its EOS, if any, counts as a token) to float32 ``(B, l)`` mean log-probabilities per
+        token under ``model``; an empty candidate scores ``-inf``.
+
+    Example:
+        >>> model = build_translator(get_config("tiny"))
+        >>> score = rescorer(model, ops.convert_to_tensor([[5, 6, 3]], "int32"), bos_id=2)
+        >>> candidates = ops.convert_to_tensor([[[7, 8, 3, 0], [7, 3, 0, 0]]], "int32")
+        >>> tuple(score(candidates).shape)
+        (1, 2)
+    """
+    source_ids = ops.cast(source_ids, "int32")
+
+    def rescore(tokens):
+        tokens = ops.cast(tokens, "int32")
+        batch, beam, length = ops.shape(tokens)[0], ops.shape(tokens)[1], ops.shape(tokens)[2]
+        flat = ops.reshape(tokens, (-1, length))  # (B*l, L), row b*l + k
+        bos = ops.full((ops.shape(flat)[0], 1), bos_id, "int32")
+        target_in = ops.concatenate([bos, flat[:, :-1]], axis=1)  # the target shifted right
+        logits = full_logits(model, ops.repeat(source_ids, beam, axis=0), target_in)
+        log_p = ops.take_along_axis(
+            ops.log_softmax(logits, axis=-1), ops.expand_dims(flat, -1), axis=-1
+        )[..., 0]  # (B*l, L)
+        real = ops.cast(ops.not_equal(flat, 0), "float32")
+        total = ops.sum(log_p * real, axis=1)
+        count = ops.sum(real, axis=1)
+        mean = ops.where(count > 0, total / ops.maximum(count, 1.0), float("-inf"))
+        return ops.reshape(mean, (batch, beam))
+
+    return rescore
+
+
 def cross_attention_weights(model, source_ids, target_in):
     """The cross-attention weights of every decoder block, for pictures.
 

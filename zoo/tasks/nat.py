@@ -26,7 +26,9 @@ class NATTask(TranslationTask):
     """Train, evaluate and run the non-autoregressive translator (CMLM) on Multi30k.
 
     ``evaluate``/``predict`` options: ``iterations`` (Mask-Predict's T) and ``length_beam``
-    (the candidate lengths per sentence); 1 and 1 are the one-pass decoder.
+    (the candidate lengths per sentence); 1 and 1 are the one-pass decoder. ``rescore_with``:
+    the folder of an autoregressive translator of the same vocabulary that picks among the
+    length candidates (Gu et al. 2018).
     """
 
     name = "nat"
@@ -60,18 +62,37 @@ class NATTask(TranslationTask):
     metric_callbacks = Task.metric_callbacks
 
     def evaluate(self, model, vocabulary, split, output_dir, verbose=False, iterations=4,
-                 length_beam=3):
+                 length_beam=3, rescore_with=None):
         scores = evaluate_translator(
             model, vocabulary, split, output_dir, method="mask_predict", verbose=verbose,
             iterations=iterations, length_beam=length_beam,
+            rescorer=self._rescorer(rescore_with, vocabulary),
         )
         return [bleu_line(split, scores, output_dir)]
 
-    def predict(self, model, vocabulary, lines, verbose=False, iterations=4, length_beam=3):
+    def predict(self, model, vocabulary, lines, verbose=False, iterations=4, length_beam=3,
+                rescore_with=None):
         return translate(
             model, vocabulary, lines, method="mask_predict", iterations=iterations,
             length_beam=length_beam, verbose=verbose,
+            rescorer=self._rescorer(rescore_with, vocabulary),
         )
+
+    @staticmethod
+    def _rescorer(folder, vocabulary):
+        """The autoregressive translator in ``folder`` (a workdir or an export folder), which
+        must share the NAT's vocabulary; None without a folder."""
+        if folder is None:
+            return None
+        from zoo.tasks import load  # zoo.tasks imports this module
+
+        _, teacher, teacher_vocabulary = load(folder, "translator")
+        if teacher_vocabulary.model_proto != vocabulary.model_proto:
+            raise ValueError(
+                f"{folder}: its vocabulary is not the NAT's; a rescorer must share it (train the "
+                "NAT on the translator's distilled data, or both on one vocabulary)."
+            )
+        return teacher
 
     def export(self, model, vocabulary, output_dir, verbose=False, **options):
         """The folder of :func:`zoo.export.export_nat`; ``options`` are its settings
