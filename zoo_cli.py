@@ -77,6 +77,9 @@ LENGTH_BEAM = flag("--length-beam", type=positive_int,
 RESCORE_WITH = flag("--rescore-with", metavar="DIR",
                     help="a translator (workdir or export) of the same vocabulary that picks "
                     "among the length candidates")
+# Absolute, so that the workdir's config names the same folder from any current directory.
+DATA = flag("--data", dest="data_dir", type=os.path.abspath,
+            help="a folder of `zoo distill`: train on its pairs instead of Multi30k's train split")
 
 TASKS = {
     "translator": {
@@ -85,7 +88,7 @@ TASKS = {
         "splits": ("train", "val", "test2016"),
         "predict": "translate",
         "train": (
-            EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE,
+            EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA,
             flag("--bleu-sample", dest="bleu_sample_size", type=count,
                  help="validation pairs decoded for BLEU after each epoch (default 200; 0: off)"),
         ),
@@ -118,7 +121,7 @@ TASKS = {
         "presets": ("tiny", "small"),
         "splits": ("train", "val", "test2016"),
         "predict": "translate",
-        "train": (EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE),
+        "train": (EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA),
         "evaluate": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH),
         "predict_flags": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH),
         "export": (),
@@ -223,6 +226,21 @@ def build_parser():
     )
     average.add_argument("--workdir", required=True, help="a workdir of zoo train")
     average.add_argument("--last", type=positive_int, required=True, help="epochs to average")
+
+    distill = commands.add_parser(
+        "distill", parents=[common], help="a teacher translator's translations, for train --data",
+        description="Translate Multi30k's English training sources with a teacher translator's "
+        "beam search: sequence-level distillation data for `zoo train nat|translator --data`. "
+        "Rerunning the same command resumes an interrupted run.",
+    )
+    distill.add_argument("--teacher", required=True, help="a translator's workdir or export")
+    distill.add_argument("--workdir", required=True,
+                         help="the data's folder (resumes if it exists)")
+    distill.set_defaults(distill_options=_add(distill, (
+        flag("--beam-size", type=positive_int, help="the teacher's beams (default 5)"),
+        flag("--batch-size", type=positive_int, help="sentences translated together (default 64)"),
+        flag("--limit", type=positive_int, help="only the first N training pairs (quick runs)"),
+    )))
 
     bench = commands.add_parser("bench", help="run benchmarks/NAME.py", parents=[common])
     bench.add_argument("name")

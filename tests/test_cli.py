@@ -78,6 +78,7 @@ _IMPORTS = textwrap.dedent(
         ["train", "translator", "--help"],
         ["train", "translator", "--preset", "huge", "--workdir", "w"],
         ["evaluate", "tagger", "--workdir", "w", "--beam-size", "3"],
+        ["distill", "--help"],
     ],
 )
 def test_help_and_argument_errors_import_no_tensorflow(argv):
@@ -103,6 +104,10 @@ def test_version():
         (["train", "tagger", "--bleu-sample", "5", "--workdir", "w"],
          ["--bleu-sample", "translator only"]),
         (["train", "translator", "--xpos", "--workdir", "w"], ["--xpos", "tagger only"]),
+        (["train", "tagger", "--data", "kd", "--workdir", "w"],
+         ["--data", "nat and translator only"]),
+        (["distill", "--workdir", "kd"], ["--teacher"]),
+        (["distill", "--teacher", "t", "--workdir", "kd", "--limit", "0"], ["--limit", "0"]),
         (["evaluate", "tagger", "--beam-size", "3", "--workdir", "w"],
          ["--beam-size", "translator only"]),
         (["train", "translator", "--epochs", "0", "--workdir", "w"], ["--epochs", "0"]),
@@ -148,6 +153,12 @@ def test_a_model_of_another_task_is_named(tmp_path):
     assert_one_line_error(status, err, "holds a translator", "zoo translate")
     status, _, err = zoo("translate", "--workdir", SHIPPED_TAGGER, "--beam-size", "2", "A dog .")
     assert_one_line_error(status, err, "holds a tagger", "zoo tag")
+
+
+def test_distill_names_a_teacher_that_is_no_translator(tmp_path):
+    status, _, err = zoo("distill", "--teacher", SHIPPED_TAGGER, "--workdir", str(tmp_path / "kd"))
+    assert_one_line_error(status, err, SHIPPED_TAGGER, "holds a tagger, not a translator")
+    assert not (tmp_path / "kd").exists()
 
 
 # ---------------------------------------------------------------- a real command

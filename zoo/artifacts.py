@@ -22,3 +22,9 @@ HISTORY_FILE = "history.csv"  # the metrics of every epoch
 EPOCHS_DIR = "epochs"  # the weights of the last few epochs, for `zoo average`
 EPOCH_WEIGHTS = "epoch-{epoch:04d}.weights.h5"  # one file of EPOCHS_DIR; epochs count from 1
 EVAL_DIR = "eval"  # `zoo evaluate` writes its scores and outputs here by default
+
+# A folder of `zoo distill`: sequence-level distillation data, the --data of `zoo train`.
+DISTILL_MANIFEST_FILE = "distill.json"  # teacher, beam size, sentences, seconds, finished
+DISTILL_SOURCE_FILE = "train.en"  # the training sources, one per line, in corpus order
+DISTILL_TARGET_FILE = "train.de"  # the teacher's translations, line by line with the sources
+DISTILL_PARTIAL_FILE = "train.de.partial"  # "index<TAB>translation" lines, as they are made

@@ -1,4 +1,4 @@
-"""The commands of ``zoo train|evaluate|translate|tag|export|average|bench``, over any task.
+"""The commands of ``zoo train|evaluate|translate|tag|export|average|distill|bench``, over any task.
 
 The arguments are parsed by the ``zoo_cli`` entry module (before TensorFlow is imported) from
 its table of tasks; each command here is written once, for every task: it loads through
@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from zoo.artifacts import EVAL_DIR, MODEL_FILE
+from zoo.artifacts import DISTILL_SOURCE_FILE, DISTILL_TARGET_FILE, EVAL_DIR, MODEL_FILE
 from zoo.tasks import get_task, load
 
 __all__ = ["run"]
@@ -95,6 +95,16 @@ def cmd_average(args):
     print(f"averaged {names} into {os.path.join(args.workdir, MODEL_FILE)}")
 
 
+def cmd_distill(args):
+    from zoo.training.distillation import distill
+
+    manifest = distill(
+        args.teacher, args.workdir, verbose=True, **_options(args, args.distill_options)
+    )
+    files = f"{DISTILL_SOURCE_FILE} and {DISTILL_TARGET_FILE}"
+    print(f"{manifest['sentences']} distilled pairs in {args.workdir} ({files})")
+
+
 def cmd_bench(args):
     script = os.path.join(ROOT, "benchmarks", f"{args.name}.py")
     if not os.path.exists(script):
@@ -113,6 +123,7 @@ COMMANDS = {
     "tag": _predict,
     "export": cmd_export,
     "average": cmd_average,
+    "distill": cmd_distill,
     "bench": cmd_bench,
 }
 

@@ -43,6 +43,10 @@ class TranslatorConfig:
             compilations (what a short run spends its time on) and more padding.
         epochs: training epochs.
         vocab_sample_size: sentences sampled to learn the SentencePiece model.
+        data_dir: a folder of ``zoo distill`` (:func:`zoo.training.distill`): its pairs, the
+            sources and a teacher's translations, replace Multi30k's training split; ``""``
+            trains on Multi30k. A config field, so that a workdir refuses to resume on other
+            data.
     """
 
     vocab_size: int = 8000
@@ -69,6 +73,7 @@ class TranslatorConfig:
     bucket_width: int = 8
     epochs: int = 40
     vocab_sample_size: int = 200_000
+    data_dir: str = ""
 
 
 # `small` is the fairseq transformer-tiny shape the issue compares against (4+4 layers,

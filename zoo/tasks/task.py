@@ -25,7 +25,8 @@ class Task:
         presets: ``{name: config}``.
         vocabulary_file: the vocabulary's file name in a workdir and an export folder (from
             :mod:`zoo.artifacts`).
-        train_split, validation_split: the splits ``train()`` reads by default.
+        train_split, validation_split: the splits ``train()`` reads by default (the first
+            through :meth:`training_data`, which a task may point elsewhere).
         evaluation_splits: the splits ``zoo evaluate`` scores by default.
     """
 
@@ -51,6 +52,10 @@ class Task:
     def load_data(self, split):
         """The examples of a bundled split (pairs, sentences, ...)."""
         raise NotImplementedError
+
+    def training_data(self, config):
+        """The examples ``train()`` trains on when it is given none: :attr:`train_split`'s."""
+        return self.load_data(self.train_split)
 
     def prepare_vocabulary(self, config, workdir, train_data, verbose=False):
         """The workdir's vocabulary: made once from the training data, then read back."""

@@ -1,8 +1,9 @@
 """The translation task: Multi30k En->De with the autoregressive translator.
 
-Vocabulary: a joint SentencePiece model learned from the training pairs. Data: token-budget
-batches with teacher forcing. Model: :func:`zoo.models.build_translator`, label-smoothed cross
-entropy. Evaluation: sacreBLEU on a Multi30k split. Export: ``model.keras``, the SentencePiece
+Training pairs: Multi30k's, or a ``zoo distill`` folder's (``config.data_dir``). Vocabulary: a
+joint SentencePiece model learned from the training pairs. Data: token-budget batches with
+teacher forcing. Model: :func:`zoo.models.build_translator`, label-smoothed cross entropy.
+Evaluation: sacreBLEU on a Multi30k split. Export: ``model.keras``, the SentencePiece
 model and a strings-to-strings SavedModel.
 """
 
@@ -24,6 +25,7 @@ from zoo.export import export_translator
 from zoo.models.translator import PRESETS, TranslatorConfig, build_translator
 from zoo.tasks.task import Task
 from zoo.training.callbacks import ValidationBleu
+from zoo.training.distillation import read_distilled
 from zoo.training.losses import MaskedSparseCrossEntropy
 from zoo.training.optimizer import make_optimizer
 
@@ -56,6 +58,12 @@ class TranslationTask(Task):
 
     def load_data(self, split):
         return load_multi30k(split)
+
+    def training_data(self, config):
+        """The pairs of ``config.data_dir`` (``zoo distill``), or Multi30k's training split."""
+        if config.data_dir:
+            return read_distilled(config.data_dir)
+        return super().training_data(config)
 
     def make_vocabulary(self, config, workdir, train_data, verbose=False):
         texts = [text for pair in train_data for text in pair][: config.vocab_sample_size]

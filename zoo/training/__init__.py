@@ -1,6 +1,8 @@
-"""zoo.training: losses, schedules, the optimizer, the distribution strategy, callbacks and train()."""
+"""zoo.training: losses, schedules, the optimizer, the distribution strategy, callbacks, train(),
+and distill(), a teacher's translations for a student to train on."""
 
 from zoo.training.callbacks import TimeLimit
+from zoo.training.distillation import distill, read_distilled
 from zoo.training.losses import MaskedSparseCrossEntropy
 from zoo.training.optimizer import make_optimizer
 from zoo.training.schedules import InverseSquareRootSchedule
@@ -12,7 +14,9 @@ __all__ = [
     "MaskedSparseCrossEntropy",
     "STRATEGIES",
     "TimeLimit",
+    "distill",
     "get_strategy",
     "make_optimizer",
+    "read_distilled",
     "train",
 ]

@@ -135,7 +135,9 @@ def train(
         mixed_precision: train under ``mixed_bfloat16``.
         time_limit: stop after this many seconds (the model is still saved).
         train_data, validation_data: the task's examples (translation pairs, tagged
-            sentences); the task's bundled splits by default.
+            sentences); by default ``task.training_data(config)`` (the bundled training split,
+            unless the config names other data, as a translator's ``data_dir`` does) and the
+            bundled validation split.
         callbacks: more Keras callbacks.
         verbose: ``fit``'s verbosity; "auto" shows the progress bar.
         keep_checkpoints: the weights of this many last epochs stay in ``epochs/``, for
@@ -156,11 +158,11 @@ def train(
 
     task = get_task(task)
     task.check_config(config)
-    os.makedirs(workdir, exist_ok=True)
     if train_data is None:
-        train_data = task.load_data(task.train_split)
+        train_data = task.training_data(config)
     if validation_data is None:
         validation_data = task.load_data(task.validation_split)
+    os.makedirs(workdir, exist_ok=True)  # after the data, which may be missing
     vocabulary = task.prepare_vocabulary(config, workdir, train_data, verbose=bool(verbose))
     config = task.resolve_config(config, vocabulary)
     check_config(config, workdir)

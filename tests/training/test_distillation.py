@@ -1,0 +1,205 @@
+"""Sequence-level distillation data: distill() against translate(), its resume after a kill, its
+guards, and a student trained on it through `zoo train nat --data`.
+
+The teacher is a tiny translator with random weights: its translations are nonsense, but long
+and varied (byte pieces, control characters and all), which is what the file format must carry.
+"""
+
+import importlib
+import json
+import os
+import shutil
+
+import keras
+import pytest
+
+from zoo.artifacts import (
+    CONFIG_FILE,
+    DISTILL_MANIFEST_FILE,
+    DISTILL_PARTIAL_FILE,
+    DISTILL_SOURCE_FILE,
+    DISTILL_TARGET_FILE,
+    MODEL_FILE,
+    SENTENCEPIECE_PREFIX,
+)
+from zoo.data import load_multi30k, read_lines, train_sentencepiece
+from zoo.decoding import translate
+from zoo.models import build_translator, translator_config
+from zoo.tasks import get_task, load
+from zoo.training import distill, read_distilled
+from zoo.training.distillation import one_line
+from zoo_cli import CommandLineError, main
+
+LIMIT, BEAM, BATCH = 20, 2, 8  # 3 batches, the last one short
+SETTINGS = {"beam_size": BEAM, "batch_size": BATCH, "limit": LIMIT}
+FILES = (DISTILL_SOURCE_FILE, DISTILL_TARGET_FILE, DISTILL_MANIFEST_FILE)
+distillation = importlib.import_module("zoo.training.distillation")
+
+
+@pytest.fixture(scope="module")
+def teacher(tmp_path_factory):
+    """A workdir of a tiny random translator and a 400-piece vocabulary."""
+    folder = tmp_path_factory.mktemp("teacher")
+    keras.utils.set_random_seed(5)
+    config = translator_config("tiny", vocab_size=400, max_length=16)
+    build_translator(config).save(str(folder / MODEL_FILE))
+    texts = [s for pair in load_multi30k("val")[:500] for s in pair]
+    train_sentencepiece(texts, folder / SENTENCEPIECE_PREFIX, vocab_size=400)
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def distilled(teacher, tmp_path_factory):
+    folder = str(tmp_path_factory.mktemp("kd") / "kd")
+    distill(teacher, folder, **SETTINGS)
+    return folder
+
+
+def _contents(folder):
+    contents = {}
+    for name in FILES:
+        with open(os.path.join(folder, name), "rb") as f:
+            contents[name] = f.read()
+    return contents
+
+
+class Translations:
+    """``translate`` that records each batch and is killed before batch ``stop_at``."""
+
+    class Killed(Exception):
+        pass
+
+    def __init__(self, stop_at=None):
+        self.batches, self.stop_at = [], stop_at
+
+    def __call__(self, model, vocabulary, sentences, **options):
+        if len(self.batches) == self.stop_at:
+            raise self.Killed
+        self.batches.append(list(sentences))
+        return translate(model, vocabulary, sentences, **options)
+
+
+def test_the_files_hold_the_teachers_beam_translations_in_corpus_order(teacher, distilled):
+    sources = [source for source, _ in load_multi30k("train")[:LIMIT]]
+    assert read_lines(os.path.join(distilled, DISTILL_SOURCE_FILE)) == sources
+    _, model, vocabulary = load(teacher)
+    expected = translate(model, vocabulary, sources, beam_size=BEAM, batch_size=BATCH)
+    targets = read_lines(os.path.join(distilled, DISTILL_TARGET_FILE))
+    assert targets == [one_line(text) for text in expected] and any(targets)
+    assert read_distilled(distilled) == list(zip(sources, targets))
+    with open(os.path.join(distilled, DISTILL_MANIFEST_FILE)) as f:
+        manifest = json.load(f)
+    assert manifest["finished"] and manifest["seconds"] > 0
+    assert (manifest["teacher"], manifest["beam_size"], manifest["sentences"]) == (
+        teacher, BEAM, LIMIT
+    )
+    assert not os.path.exists(os.path.join(distilled, DISTILL_PARTIAL_FILE))
+
+
+def test_one_line_keeps_the_format():
+    assert one_line("a\tb\nc\r\nd\u2028e") == "a b c  d e"
+
+
+def test_a_killed_run_resumes_without_translating_twice(teacher, distilled, tmp_path, monkeypatch):
+    folder = str(tmp_path / "kd")
+    killed = Translations(stop_at=2)
+    monkeypatch.setattr(distillation, "translate", killed)
+    with pytest.raises(Translations.Killed):
+        distill(teacher, folder, **SETTINGS)
+    with pytest.raises(ValueError, match="not finished"):
+        read_distilled(folder)
+    partial = os.path.join(folder, DISTILL_PARTIAL_FILE)
+    done = {int(line.split("\t")[0]) for line in read_lines(partial)}
+    assert len(done) == 2 * BATCH
+    # A kill in mid-write leaves a torn line, here cut inside a UTF-8 character.
+    with open(partial, "ab") as f:
+        f.write("7\tEin Hund l\u00e4".encode()[:-1])
+
+    resumed = Translations()
+    monkeypatch.setattr(distillation, "translate", resumed)
+    distill(teacher, folder, **SETTINGS)
+    sources = [source for source, _ in load_multi30k("train")[:LIMIT]]
+    assert sorted(sum(resumed.batches, [])) == sorted(
+        source for i, source in enumerate(sources) if i not in done
+    )
+    for name in (DISTILL_SOURCE_FILE, DISTILL_TARGET_FILE):
+        assert _contents(folder)[name] == _contents(distilled)[name], name
+
+
+def test_a_finished_folder_is_left_alone_and_other_settings_are_refused(
+    teacher, distilled, tmp_path, monkeypatch, capsys
+):
+    before = _contents(distilled)
+    monkeypatch.setattr(distillation, "translate", None)  # nothing may be translated
+    monkeypatch.setattr("zoo.tasks.load", None)  # nor the teacher even loaded
+    main(["distill", "--teacher", teacher, "--workdir", distilled, "--beam-size", str(BEAM),
+          "--batch-size", "3", "--limit", str(LIMIT)])
+    out, err = capsys.readouterr()
+    assert "nothing to do" in err and out.startswith(f"{LIMIT} distilled pairs in {distilled}")
+    assert _contents(distilled) == before
+
+    for change, field in [({"beam_size": 3}, "beam_size"), ({"limit": 5}, "sentences")]:
+        with pytest.raises(ValueError, match=f"begun with {field}"):
+            distill(teacher, distilled, **{**SETTINGS, **change})
+    with pytest.raises(ValueError, match="begun with teacher"):
+        distill(str(tmp_path / "another"), distilled, **SETTINGS)
+    assert _contents(distilled) == before
+
+
+def test_a_partial_file_of_something_else_is_refused(teacher, tmp_path):
+    folder = tmp_path / "kd"
+    folder.mkdir()
+    (folder / DISTILL_PARTIAL_FILE).write_text("3\tEin Hund.\n")
+    with pytest.raises(ValueError, match=f"found without .*{DISTILL_MANIFEST_FILE}"):
+        distill(teacher, folder, **SETTINGS)
+    manifest = {"teacher": teacher, "beam_size": BEAM, "sentences": LIMIT, "seconds": 0.0,
+                "finished": False}
+    (folder / DISTILL_MANIFEST_FILE).write_text(json.dumps(manifest))
+    (folder / DISTILL_PARTIAL_FILE).write_text(f"3\tEin Hund.\n{LIMIT}\tZu weit.\n")
+    with pytest.raises(ValueError, match="line 2: not an index<TAB>translation line"):
+        distill(teacher, folder, **SETTINGS)
+
+
+def test_a_folder_that_is_not_finished_distilled_data_is_named(distilled, tmp_path):
+    with pytest.raises(FileNotFoundError, match="nowhere: no such folder"):
+        read_distilled(tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match=f"{DISTILL_MANIFEST_FILE}: missing"):
+        read_distilled(tmp_path)
+    copy = shutil.copytree(distilled, tmp_path / "copy")
+    _drop_last_line(copy / DISTILL_TARGET_FILE)
+    with pytest.raises(ValueError, match=f"{DISTILL_TARGET_FILE} has {LIMIT - 1} lines"):
+        read_distilled(copy)
+    _drop_last_line(copy / DISTILL_SOURCE_FILE)
+    with pytest.raises(ValueError, match=f"says {LIMIT} sentences"):
+        read_distilled(copy)
+
+
+def _drop_last_line(path):
+    data = path.read_bytes()
+    path.write_bytes(data[: data[:-1].rfind(b"\n") + 1])
+
+
+def test_the_nat_trains_on_the_distilled_pairs_and_keeps_to_them(distilled, tmp_path, monkeypatch):
+    task = get_task("nat")
+    seen = {}
+    for hook in ("prepare_vocabulary", "dataset"):  # both take the examples third
+        def spy(*args, real=getattr(task, hook), hook=hook, **kwargs):
+            if kwargs.get("training", True):
+                seen[hook] = list(args[2])
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(task, hook, spy)
+    workdir = str(tmp_path / "nat")
+    flags = ["--preset", "tiny", "--vocab-size", "400", "--max-length", "16", "--epochs", "1"]
+    main(["train", "nat", "--workdir", workdir, "--data", distilled, *flags])
+    pairs = read_distilled(distilled)
+    assert seen == {"prepare_vocabulary": pairs, "dataset": pairs}
+    with open(os.path.join(workdir, CONFIG_FILE)) as f:
+        assert json.load(f)["data_dir"] == distilled
+    # Resuming on Multi30k instead would mix two data sets.
+    with pytest.raises(CommandLineError, match="data_dir"):
+        main(["train", "nat", "--workdir", workdir, *flags])
+    # Missing data is named before a workdir is made.
+    with pytest.raises(CommandLineError, match="nowhere: no such folder"):
+        main(["train", "nat", "--workdir", workdir + "2", "--data", str(tmp_path / "nowhere")])
+    assert not os.path.exists(workdir + "2")
