@@ -20,6 +20,7 @@ from zoo.artifacts import (
     DISTILL_SOURCE_FILE,
     DISTILL_TARGET_FILE,
     MODEL_FILE,
+    SENTENCEPIECE_FILE,
     SENTENCEPIECE_PREFIX,
 )
 from zoo.data import load_multi30k, read_lines, train_sentencepiece
@@ -194,6 +195,13 @@ def test_the_nat_trains_on_the_distilled_pairs_and_keeps_to_them(distilled, tmp_
     main(["train", "nat", "--workdir", workdir, "--data", distilled, *flags])
     pairs = read_distilled(distilled)
     assert seen == {"prepare_vocabulary": pairs, "dataset": pairs}
+    # The student's vocabulary is the teacher's, so the teacher can rescore its outputs.
+    teachers = os.path.join(distilled, SENTENCEPIECE_FILE)
+    with open(teachers, "rb") as f, open(os.path.join(workdir, SENTENCEPIECE_FILE), "rb") as g:
+        assert f.read() == g.read()
+    with pytest.raises(CommandLineError, match="the teacher's vocabulary\) has 400 pieces"):
+        main(["train", "nat", "--workdir", workdir + "3", "--data", distilled,
+              *flags[:2], "--vocab-size", "500", *flags[4:]])
     with open(os.path.join(workdir, CONFIG_FILE)) as f:
         assert json.load(f)["data_dir"] == distilled
     # Resuming on Multi30k instead would mix two data sets.

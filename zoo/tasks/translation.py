@@ -1,13 +1,14 @@
 """The translation task: Multi30k En->De with the autoregressive translator.
 
 Training pairs: Multi30k's, or a ``zoo distill`` folder's (``config.data_dir``). Vocabulary: a
-joint SentencePiece model learned from the training pairs. Data: token-budget batches with
+joint SentencePiece model learned from the training pairs, or the distilling teacher's. Data: token-budget batches with
 teacher forcing. Model: :func:`zoo.models.build_translator`, label-smoothed cross entropy.
 Evaluation: sacreBLEU on a Multi30k split. Export: ``model.keras``, the SentencePiece
 model and a strings-to-strings SavedModel.
 """
 
 import os
+import shutil
 import sys
 
 import keras
@@ -66,6 +67,21 @@ class TranslationTask(Task):
         return super().training_data(config)
 
     def make_vocabulary(self, config, workdir, train_data, verbose=False):
+        """Learn the joint vocabulary from the pairs; a ``zoo distill`` folder's is its
+        teacher's, which the student takes as it is (the student's outputs then read as the
+        teacher's, so the teacher can rescore them)."""
+        teachers = os.path.join(config.data_dir, SENTENCEPIECE_FILE) if config.data_dir else ""
+        if teachers and os.path.exists(teachers):
+            pieces = SentencePieceTokenizer(teachers).vocab_size
+            if pieces != config.vocab_size:
+                raise ValueError(
+                    f"{teachers} (the teacher's vocabulary) has {pieces} pieces, but "
+                    f"vocab_size={config.vocab_size}: use --vocab-size {pieces}"
+                )
+            if verbose:
+                print(f"using the teacher's vocabulary, {teachers}", file=sys.stderr, flush=True)
+            shutil.copyfile(teachers, os.path.join(workdir, SENTENCEPIECE_FILE))
+            return
         texts = [text for pair in train_data for text in pair][: config.vocab_sample_size]
         if verbose:
             print(

@@ -13,6 +13,7 @@ References:
 
 import json
 import os
+import shutil
 import sys
 import time
 
@@ -55,7 +56,8 @@ def distill(teacher_folder, workdir, beam_size=5, batch_size=64, limit=None, ver
     flushed; a rerun translates only the sentences not in it (a torn last line, from a kill in
     mid-write, is dropped). At the end ``train.en`` and ``train.de`` are written in corpus order,
     each under a temporary name then renamed, and ``distill.json`` is marked finished; a rerun
-    then does nothing. A tab or line break in a sentence becomes a space.
+    then does nothing. A tab or line break in a sentence becomes a space. The teacher's
+    vocabulary is copied beside the data: a student trained on it (``zoo train --data``) uses it.
 
     Args:
         teacher_folder: a workdir or export folder of a translator (``zoo train translator``).
@@ -94,8 +96,13 @@ def distill(teacher_folder, workdir, beam_size=5, batch_size=64, limit=None, ver
         _say(verbose, f"{workdir}: already distilled ({len(sources)} sentences); nothing to do")
         return manifest
 
-    _, model, vocabulary = load(teacher_folder, "translator")
+    task, model, vocabulary = load(teacher_folder, "translator")
     os.makedirs(workdir, exist_ok=True)
+    # The student learns in the teacher's vocabulary (zoo train --data takes it from here).
+    shutil.copyfile(
+        os.path.join(teacher_folder, task.vocabulary_file),
+        os.path.join(workdir, task.vocabulary_file),
+    )
     _save_manifest(manifest_path, manifest)
     done = _read_partial(partial_path, len(sources))
     if done:
