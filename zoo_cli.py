@@ -74,6 +74,8 @@ ITERATIONS = flag("--iterations", type=positive_int,
                   help="Mask-Predict iterations (default 4; 1: one pass)")
 LENGTH_BEAM = flag("--length-beam", type=positive_int,
                    help="candidate lengths per sentence (default 3)")
+BLEU_SAMPLE = flag("--bleu-sample", dest="bleu_sample_size", type=count,
+                   help="validation pairs decoded for BLEU after each epoch (default 200; 0: off)")
 RESCORE_WITH = flag("--rescore-with", metavar="DIR",
                     help="a translator (workdir or export) of the same vocabulary that picks "
                     "among the length candidates")
@@ -89,8 +91,7 @@ TASKS = {
         "predict": "translate",
         "train": (
             EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA,
-            flag("--bleu-sample", dest="bleu_sample_size", type=count,
-                 help="validation pairs decoded for BLEU after each epoch (default 200; 0: off)"),
+            BLEU_SAMPLE,
         ),
         "evaluate": (
             flag("--method", choices=("beam", "greedy"), help="search (default beam)"),
@@ -121,7 +122,7 @@ TASKS = {
         "presets": ("tiny", "small"),
         "splits": ("train", "val", "test2016"),
         "predict": "translate",
-        "train": (EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA),
+        "train": (EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE),
         "evaluate": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH),
         "predict_flags": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH),
         "export": (),

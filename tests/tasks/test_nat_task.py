@@ -23,7 +23,7 @@ def workdir(tmp_path_factory):
 
 def test_trains_both_losses_through_the_one_train(workdir):
     _, history = workdir
-    for key in ("loss", "tokens_loss", "length_loss", "length_accuracy", "val_loss"):
+    for key in ("loss", "tokens_loss", "length_loss", "length_accuracy", "val_loss", "val_bleu"):
         assert len(history[key]) == 2 and np.all(np.isfinite(history[key])), key
     assert history["loss"][1] < history["loss"][0]
 

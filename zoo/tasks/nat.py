@@ -14,7 +14,6 @@ from zoo.decoding import translate
 from zoo.evaluation.translation import evaluate_translator
 from zoo.export import export_nat
 from zoo.models.nat import MASK_ID, PRESETS, NATConfig, build_nat_translator
-from zoo.tasks.task import Task
 from zoo.tasks.translation import TranslationTask, bleu_line
 from zoo.training.losses import MaskedSparseCrossEntropy
 from zoo.training.optimizer import make_optimizer
@@ -34,6 +33,7 @@ class NATTask(TranslationTask):
     name = "nat"
     config_class = NATConfig
     presets = PRESETS
+    validation_search = {"method": "mask_predict", "iterations": 4, "length_beam": 3}
 
     def objective(self, config):
         """Masked targets and the length label (``make_translation_dataset``'s ``"cmlm"``)."""
@@ -57,9 +57,6 @@ class NATTask(TranslationTask):
             jit_compile=jit_compile,
         )
         return model
-
-    # No BLEU after each epoch yet.
-    metric_callbacks = Task.metric_callbacks
 
     def evaluate(self, model, vocabulary, split, output_dir, verbose=False, iterations=4,
                  length_beam=3, rescore_with=None):

@@ -55,6 +55,7 @@ class TranslationTask(Task):
     presets = PRESETS
     vocabulary_file = SENTENCEPIECE_FILE
     validation_split = "val"
+    validation_search = {"method": "greedy"}  # the search behind val_bleu, after each epoch
     evaluation_splits = ("val", "test2016")
 
     def load_data(self, split):
@@ -136,7 +137,12 @@ class TranslationTask(Task):
     def metric_callbacks(self, config, vocabulary, validation_data, bleu_sample_size=200):
         if not bleu_sample_size:
             return []
-        return [ValidationBleu(vocabulary, validation_data, bleu_sample_size, config.max_length)]
+        return [
+            ValidationBleu(
+                vocabulary, validation_data, bleu_sample_size, config.max_length,
+                **self.validation_search,
+            )
+        ]
 
     def evaluate(self, model, vocabulary, split, output_dir, verbose=False, method="beam",
                  beam_size=5):

@@ -29,7 +29,7 @@ class TimeLimit(keras.callbacks.Callback):
 
 
 class ValidationBleu(keras.callbacks.Callback):
-    """Greedy-decode a sample of validation pairs after each epoch and log ``val_bleu``.
+    """Translate a sample of validation pairs after each epoch and log ``val_bleu``.
 
     The score (sacreBLEU, default signature) goes into the epoch logs, so the progress bar,
     the History and TensorBoard show it.
@@ -39,13 +39,15 @@ class ValidationBleu(keras.callbacks.Callback):
         pairs: (source, reference) string pairs; the first ``sample_size`` are used.
         sample_size: how many pairs to translate each epoch.
         max_length: the longest translation, in tokens.
+        **search: the search of :func:`zoo.decoding.translate` (default: greedy).
     """
 
-    def __init__(self, tokenizer, pairs, sample_size=200, max_length=64):
+    def __init__(self, tokenizer, pairs, sample_size=200, max_length=64, **search):
         super().__init__()
         self.tokenizer = tokenizer
         self.pairs = list(pairs)[:sample_size]
         self.max_length = max_length
+        self.search = search or {"method": "greedy"}
 
     def on_epoch_end(self, epoch, logs=None):
         from zoo.decoding import translate  # decoding needs the trained model, not the reverse
@@ -54,7 +56,7 @@ class ValidationBleu(keras.callbacks.Callback):
         sources = [source for source, _ in self.pairs]
         references = [reference for _, reference in self.pairs]
         hypotheses = translate(
-            self.model, self.tokenizer, sources, method="greedy", max_length=self.max_length
+            self.model, self.tokenizer, sources, max_length=self.max_length, **self.search
         )
         if logs is not None:
             logs["val_bleu"] = corpus_bleu(hypotheses, references)["bleu"]
