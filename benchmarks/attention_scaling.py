@@ -91,6 +91,7 @@ SETTINGS = {
     "performer:m=64": {"num_features": 64},
     "linear": {},
     "synthesizer": {"mode": "dense", "max_length": SEQUENCE_LENGTH},
+    "aft": {},  # AFT-simple; chunk_size only matters with the causal mask
 }
 
 # How time and memory grow with N at the settings above (w, l, k, m fixed).
@@ -105,8 +106,11 @@ COMPLEXITY = {
     "performer": "O(N m)",
     "linear": "O(N)",
     "synthesizer": "O(N^2)",
+    "aft": "O(N d)",
 }
-LINEAR_TIME = ("local", "global", "clustered", "sinkhorn", "linformer", "performer", "linear")
+LINEAR_TIME = (
+    "local", "global", "clustered", "sinkhorn", "linformer", "performer", "linear", "aft"
+)
 
 STOPPED = ("OOM", "time", "error")
 

@@ -23,7 +23,8 @@ variant (its ``num_global = QUERIES`` global positions are the queries: they see
 and in principle the strided (two hops), clustered, Sinkhorn, Linformer, Performer and linear
 variants can reach the pairs; whether they learn to within the budget is what this measures.
 The synthesizer's weights do not depend on the keys, so it can only read a weighted bag of
-the tokens.
+the tokens. AFT-simple (``aft``) has no query-key match either: each block pools the whole
+sequence into one vector that every query only gates, so all the pairs must fit in it.
 
 Every variant trains for the same wall-clock budget (``--budget`` seconds of training steps,
 after a compiling first step) from the same seed and the same stream of fresh random batches,

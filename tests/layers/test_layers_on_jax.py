@@ -20,6 +20,7 @@ import pytest
 from keras import ops
 
 from tests.harness import run_on_jax
+from tests.layers import test_aft_attention as aft
 from tests.layers import test_clustered_attention as clustered
 from tests.layers import test_global_attention as global_attention
 from tests.layers import test_local_attention as local
@@ -124,6 +125,13 @@ def _linear_performer_linformer():
         assert np.all(np.isfinite(loss)), (attention, loss)
         if attention == "performer":  # redrawn in training, under jit
             assert not np.array_equal(before, np.array(layer.random_features))
+
+
+def _aft():
+    """AFT-simple under jax.jit equals its definition (causal, chunked, with padding)."""
+    import jax
+
+    aft.assert_equals_the_paper_formula(causal=True, compile_fn=jax.jit)
 
 
 # ---------------------------------------------------------------- position, CRF, blocks
@@ -318,6 +326,7 @@ PARTS = {
     "sinkhorn": _sinkhorn,
     "synthesizer": _synthesizer,
     "linear-performer-linformer": _linear_performer_linformer,
+    "aft": _aft,
     "position": _position,
     "crf": _crf,
     "blocks": _blocks,

@@ -3,9 +3,10 @@
 Full attention: ``mha`` (multi_head.py); with positions: ``relative``, ``rotary``, ``alibi``
 (in zoo/layers/position/). The efficient family, one file each: ``local``, ``strided``,
 ``global``, ``clustered``, ``sinkhorn``, ``linformer``, ``performer``, ``linear``,
-``synthesizer``. A new variant is a new file here, imported below.
+``synthesizer``; attention-free: ``aft``. A new variant is a new file here, imported below.
 """
 
+from zoo.layers.attention.aft import AFTAttention
 from zoo.layers.attention.clustered import ClusteredAttention
 from zoo.layers.attention.global_attention import GlobalAttention
 from zoo.layers.attention.linear import LinearAttention
@@ -20,6 +21,7 @@ from zoo.layers.attention.strided import StridedAttention
 from zoo.layers.attention.synthesizer import SynthesizerAttention
 
 __all__ = [
+    "AFTAttention",
     "ClusteredAttention",
     "GlobalAttention",
     "LinearAttention",
