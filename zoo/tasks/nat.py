@@ -1,9 +1,10 @@
-"""The non-autoregressive translation task: Multi30k En->De with the CMLM of
+"""The non-autoregressive translation task: Multi30k En->De with the NAT of
 :func:`zoo.models.nat.build_nat_translator`.
 
 Everything but the model and its training objective is the translation task's: the Multi30k
 data, the joint SentencePiece vocabulary, the workdir. The batches are those of a conditional
-masked language model (``make_translation_dataset(objective="cmlm")``); the loss is the
+masked language model (``make_translation_dataset(objective="cmlm")``; every position masked
+for a copy model, targets EOS-padded to their width for a max-length one); the loss is the
 label-smoothed cross entropy of the masked tokens plus ``length_loss_weight`` times that of the
 length predictor.
 """
@@ -11,6 +12,7 @@ length predictor.
 import keras
 
 from zoo.decoding import translate
+from zoo.decoding.translation import nat_counts
 from zoo.evaluation.translation import evaluate_translator
 from zoo.export import export_nat
 from zoo.models.nat import MASK_ID, PRESETS, NATConfig, build_nat_translator
@@ -26,7 +28,8 @@ class NATTask(TranslationTask):
     """Train, evaluate and run the non-autoregressive translator (CMLM) on Multi30k.
 
     ``evaluate``/``predict`` options: ``iterations`` (Mask-Predict's T) and ``length_beam``
-    (the candidate lengths per sentence); 1 and 1 are the one-pass decoder.
+    (the candidate lengths per sentence); 1 and 1 are the one-pass decoder. By default 4 and
+    3, or 1 where the model takes one (:func:`zoo.decoding.translation.nat_counts`).
     """
 
     name = "nat"
@@ -35,7 +38,13 @@ class NATTask(TranslationTask):
 
     def objective(self, config):
         """Masked targets and the length label (``make_translation_dataset``'s ``"cmlm"``)."""
-        return {"objective": "cmlm", "mask_id": MASK_ID, "max_offset": config.max_offset}
+        return {
+            "objective": "cmlm",
+            "mask_id": MASK_ID,
+            "max_offset": config.max_offset,
+            "length_mode": config.length_mode,
+            "mask_all": config.decoder_input == "copy",  # it reads no target token
+        }
 
     def build_model(self, config):
         return build_nat_translator(config)
@@ -59,15 +68,18 @@ class NATTask(TranslationTask):
     # No BLEU after each epoch yet.
     metric_callbacks = Task.metric_callbacks
 
-    def evaluate(self, model, vocabulary, split, output_dir, verbose=False, iterations=4,
-                 length_beam=3):
+    def evaluate(self, model, vocabulary, split, output_dir, verbose=False, iterations=None,
+                 length_beam=None):
+        iterations, length_beam = nat_counts(model, iterations, length_beam)
         scores = evaluate_translator(
             model, vocabulary, split, output_dir, method="mask_predict", verbose=verbose,
             iterations=iterations, length_beam=length_beam,
         )
         return [bleu_line(split, scores, output_dir)]
 
-    def predict(self, model, vocabulary, lines, verbose=False, iterations=4, length_beam=3):
+    def predict(self, model, vocabulary, lines, verbose=False, iterations=None,
+                length_beam=None):
+        iterations, length_beam = nat_counts(model, iterations, length_beam)
         return translate(
             model, vocabulary, lines, method="mask_predict", iterations=iterations,
             length_beam=length_beam, verbose=verbose,
