@@ -71,9 +71,9 @@ MAX_LENGTH = flag("--max-length", type=positive_int, help="the longest sequence,
 BEAM_SIZE = flag("--beam-size", type=positive_int, help="beams of --method beam")
 VOCAB_SIZE = flag("--vocab-size", type=positive_int, help="SentencePiece pieces")
 ITERATIONS = flag("--iterations", type=positive_int,
-                  help="Mask-Predict iterations (default 4; 1: one pass)")
+                  help="Mask-Predict iterations (default 4, 1 for a copy model; 1: one pass)")
 LENGTH_BEAM = flag("--length-beam", type=positive_int,
-                   help="candidate lengths per sentence (default 3)")
+                   help="candidate lengths per sentence (default 3, 1 for a max-length model)")
 BLEU_SAMPLE = flag("--bleu-sample", dest="bleu_sample_size", type=count,
                    help="validation pairs decoded for BLEU after each epoch (default 200; 0: off)")
 RESCORE_WITH = flag("--rescore-with", metavar="DIR",
@@ -122,7 +122,13 @@ TASKS = {
         "presets": ("tiny", "small"),
         "splits": ("train", "val", "test2016"),
         "predict": "translate",
-        "train": (EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE),
+        "train": (
+            EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE,
+            flag("--decoder-input", choices=("mask", "copy"),
+                 help="mask tokens (CMLM) or a uniform copy of the source (default mask)"),
+            flag("--length-mode", choices=("predict", "max"),
+                 help="predicted lengths, or the widest cut at the first EOS (default predict)"),
+        ),
         "evaluate": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH),
         "predict_flags": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH),
         "export": (),

@@ -75,14 +75,17 @@ def length_report(model, tokenizer, pairs, iterations=(1, 4), batch_size=64):
 
     @tf.function(reduce_retracing=True, autograph=False)
     def at_gold_lengths(source, lengths, steps):
-        decode, _, _ = decode_and_lengths(model, source, 1)
+        decode, _ = decode_and_lengths(model, source, max_length, 1)
         ids, _ = nat_search(decode, max_length=max_length, iterations=steps, lengths=lengths)
         return ids
 
     @tf.function(reduce_retracing=True, autograph=False)
     def predicted(source):
-        _, scores, source_lengths = decode_and_lengths(model, source, 1)
-        return length_candidates(scores, source_lengths, 3, max_offset, max_length)
+        _, lengths = decode_and_lengths(model, source, max_length, 1)
+        if "lengths" in lengths:  # a max-length model: its one width per sentence
+            return tf.expand_dims(lengths["lengths"], 1)
+        return length_candidates(**lengths, length_beam=3, max_offset=max_offset,
+                                 max_length=max_length)
 
     counts = {"exact": 0, "within_1": 0, "in_top_3": 0, "out_of_range": 0}
     hypotheses = {steps: [] for steps in iterations}

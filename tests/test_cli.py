@@ -181,6 +181,7 @@ def test_translate_is_quiet_seeded_and_shows_progress():
 
 def test_the_tables_of_the_command_line_match_the_tasks():
     from zoo.data import MULTI30K_SPLITS, UD_ENGLISH_EWT_SPLITS
+    from zoo.models.nat import DECODER_INPUTS, LENGTH_MODES
     from zoo.tasks import TASKS
     from zoo.training import STRATEGIES
 
@@ -190,6 +191,9 @@ def test_the_tables_of_the_command_line_match_the_tasks():
     assert set(zoo_cli.TASKS["translator"]["splits"]) == set(MULTI30K_SPLITS)
     assert set(zoo_cli.TASKS["tagger"]["splits"]) == set(UD_ENGLISH_EWT_SPLITS)
     assert set(zoo_cli.TASKS["nat"]["splits"]) == set(MULTI30K_SPLITS)
+    nat_train = zoo_cli.TASKS["nat"]["train"]
+    choices = {names[0]: options["choices"] for names, options in nat_train if "choices" in options}
+    assert choices == {"--decoder-input": DECODER_INPUTS, "--length-mode": LENGTH_MODES}
     assert zoo_cli.STRATEGIES == STRATEGIES
 
 

@@ -18,6 +18,8 @@ from zoo.decoding import (
     tile_for_beams,
 )
 from zoo.decoding.nat import MAX_ITERATIONS, check_length_beam
+from zoo.decoding.translation import nat_counts
+from zoo.models.nat import build_nat_translator, get_config
 
 VOCAB = 11
 L = 8  # max_length
@@ -311,6 +313,37 @@ def test_lengths_given_directly_fill_a_fixed_length():
     assert np.any(numpy(ids) == 0) and not np.any(numpy(tokens) == 0)
     with pytest.raises(ValueError, match="lengths"):
         nat_search(decoder, max_length=L)
+
+
+def test_a_width_per_sentence_equals_the_reference():
+    """length_mode="max" of zoo.models.nat: each sentence at its own width, cut at its EOS."""
+    memory = _eos_prone_memory(np.random.default_rng(16), 3)
+    decoder = FakeDecoder(17, memory=memory)
+    widths = np.array([8, 5, 3], "int32")
+    ids, scores = nat_search(decoder, lengths=widths, max_length=L, iterations=3)
+    ref_ids, ref_scores, _ = _reference_nat_search(decoder, memory, widths[:, None], 3)
+    np.testing.assert_array_equal(numpy(ids), ref_ids)
+    np.testing.assert_allclose(numpy(scores), ref_scores, atol=1e-5)
+    assert np.any(ref_ids[:, :-1] == EOS_ID), "degenerate: no sentence ended before its width"
+
+
+def test_nat_counts_take_what_each_model_can_use():
+    """A copy model takes one iteration, a max-length model one length: an int asking for
+    more is refused, a tensor (a SavedModel's request) clamped; None is the default."""
+    models = {
+        options: build_nat_translator(get_config("tiny", **dict(options)))
+        for options in ((), (("decoder_input", "copy"),), (("length_mode", "max"),))
+    }
+    mask, copy, widest = models.values()
+    assert nat_counts(mask) == (4, 3) and nat_counts(mask, 2, 5) == (2, 5)
+    assert nat_counts(copy) == (1, 3) and nat_counts(widest) == (4, 1)
+    with pytest.raises(ValueError, match="iterations=2: a model with decoder_input='copy'"):
+        nat_counts(copy, 2, 1)
+    with pytest.raises(ValueError, match="length_beam=3: a model with length_mode='max'"):
+        nat_counts(widest, 1, 3)
+    for model, expected in ((mask, [5, 8]), (copy, [1, 8]), (widest, [5, 1])):
+        clamped = nat_counts(model, tf.constant(5), tf.constant(100))
+        assert [int(count) for count in clamped] == expected
 
 
 def test_xla_equals_eager():

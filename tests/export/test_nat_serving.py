@@ -17,10 +17,11 @@ from tests.export.conftest import MAX_LENGTH, VOCAB_SIZE
 from zoo.data import SentencePieceTokenizer, load_multi30k, train_sentencepiece
 from zoo.decoding import translate
 from zoo.decoding.nat import MAX_ITERATIONS, MAX_LENGTH_BEAM
+from zoo.decoding.translation import nat_counts
 from zoo.export import NAT_SIGNATURES, export_nat
 from zoo.models import build_translator, translator_config
-from zoo.models.nat import build_nat_translator, get_config
-from zoo.tasks import get_task
+from zoo.models.nat import build_nat_translator, get_config, nat_modes
+from zoo.tasks import get_task, load
 
 SENTENCES = ["A dog runs.", "Two men are talking in the street.", "Red car.", "Ein Mann."]
 LONG = "A dog runs. " * 100  # hundreds of tokens, truncated to MAX_LENGTH
@@ -90,6 +91,26 @@ def test_the_saved_model_equals_translate(model, tokenizer, serving, iterations,
     assert "\ufffd" in TEXTS[-2] and got[-2]  # invalid UTF-8 replaced, then translated
     if (iterations, length_beam) == (4, 3):
         assert _run(serving, "serving_default") == expected  # the defaults
+
+
+def test_both_options_serve_as_translate_from_the_export_folder(tokenizer, tmp_path):
+    """A copy model of the max length mode: its modes travel in model.keras (an export
+    folder has no config.json), so the loaded model and the SavedModel decode as the model
+    does, one pass at one length (a request for more is clamped)."""
+    keras.utils.set_random_seed(6)
+    config = get_config("tiny", vocab_size=VOCAB_SIZE, max_length=MAX_LENGTH,
+                        share_embeddings=False, decoder_input="copy", length_mode="max")
+    model = build_nat_translator(config)
+    export_dir = get_task("nat").export(model, tokenizer, tmp_path / "nat")
+    assert nat_counts(model) == (1, 1)  # the defaults of serving_default and predict
+    expected = _translate(model, tokenizer, 1, 1)
+    assert len(set(expected)) > 3, expected
+    task, loaded, vocabulary = load(export_dir)
+    assert nat_modes(loaded) == nat_modes(model)
+    assert task.predict(loaded, vocabulary, TEXTS) == expected
+    serving = tf.saved_model.load(os.path.join(export_dir, "serving"))
+    assert _run(serving, "serving_default") == expected
+    assert _run(serving, "translate_refined", iterations=4, length_beam=3) == expected
 
 
 def test_the_counts_are_clamped(serving):

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from tests.harness import load_in_fresh_process, run_layer_test
 from zoo.layers import MultiHeadAttention, SinusoidalPositionEncoding, TokenAndPositionEmbedding
+from zoo.layers.masking import implicit_mask
 
 RNG = np.random.default_rng(0)
 B, T, V, D = 2, 5, 11, 8
@@ -60,6 +61,22 @@ def test_embedding_is_scaled_tokens_plus_positions(position):
     elif position == "learned":
         want += np.asarray(layer.position_embedding.embeddings)[2:7]
     np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_tokens_only_and_given_token_embeddings_split_the_sum():
+    """tokens_only is the scaled lookup; token_embeddings replace it, and the ids then give
+    only the mask: the two halves add up to the plain call."""
+    layer = TokenAndPositionEmbedding(V, D, max_length=9, position="learned", mask_zero=True)
+    full = layer(IDS, start_index=2)
+    tokens = layer(IDS, tokens_only=True)
+    np.testing.assert_allclose(
+        np.asarray(tokens), np.asarray(layer.embeddings)[IDS] * math.sqrt(D), atol=1e-6
+    )
+    other_ids = np.where(IDS != 0, 1, 0).astype("int32")  # the same mask, other tokens
+    given = layer(other_ids, start_index=2, token_embeddings=tokens)
+    np.testing.assert_allclose(np.asarray(given), np.asarray(full), atol=1e-6)
+    for x in (tokens, given):
+        np.testing.assert_array_equal(np.asarray(implicit_mask(x)), IDS != 0)
 
 
 def test_unscaled_embedding_and_default_initializer():

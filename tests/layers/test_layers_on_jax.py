@@ -317,6 +317,29 @@ def _nat():
     np.testing.assert_array_equal(np.asarray(tokens), np.asarray(eager))
     assert np.asarray(tokens).shape == (2, 8)
 
+    # Both options: the uniform copy in the forward pass, each sentence at its widest length.
+    from zoo.layers.uniform_copy import UniformCopy, uniform_positions
+    from zoo.models.nat import decode_and_lengths
+
+    positions = uniform_positions(np.array([[0, 1, 2, 3, 4]]), np.array([[3]]), np.array([[5]]))
+    np.testing.assert_array_equal(np.asarray(positions), [[0, 0, 1, 2, 2]])
+    assert isinstance(UniformCopy()(np.ones((1, 3, 2)), np.ones((1, 4), bool)), jax.Array)
+    model = build_nat_translator(
+        get_config("tiny", vocab_size=20, max_length=8, decoder_input="copy", length_mode="max")
+    )
+    out = model({"source": source, "target_in": target_in})
+    memory, padding, _ = nat_encode(model, source)
+    logits = np.asarray(nat_decode(model, memory, padding, target_in, source_ids=source))
+    np.testing.assert_allclose(logits[target_in != 0], np.asarray(out["tokens"])[target_in != 0],
+                               atol=1e-5)
+
+    def widest(source):
+        decode, lengths = decode_and_lengths(model, source, max_length=8)
+        return nat_search(decode, **lengths, max_length=8)
+
+    tokens, _ = jax.jit(widest)(source)
+    np.testing.assert_array_equal(np.asarray(tokens), np.asarray(widest(source)[0]))
+
 
 PARTS = {
     "local": _local,

@@ -47,16 +47,18 @@ def test_offset_classes_clip_at_both_ends():
     assert np.asarray(classes).tolist() == [K, K + 3, 0, 2 * K]
 
 
-def test_bad_max_offset_is_named():
+def test_bad_arguments_are_named():
     for bad in (-1, 2.5, "3"):
         with pytest.raises(ValueError, match="max_offset must be an int"):
             LengthPredictor(bad)
+    with pytest.raises(ValueError, match="Unknown length_mode 'widest'"):
+        LengthPredictor(K, length_mode="widest")
 
 
 def test_length_predictor_layer():
     run_layer_test(
         LengthPredictor,
-        {"max_offset": K},
+        {"max_offset": K, "length_mode": "max"},  # kept in the config: how the model decodes
         {"encoder_output": STATES, "padding_mask": PADDING},
         expected_output_shape=(B, 2 * K + 1),
     )

@@ -39,3 +39,23 @@ def test_load_predict_and_the_command_line(workdir, capsys):
     assert capsys.readouterr().out.splitlines() == lines
     with pytest.raises(CommandLineError, match="--beam-size: not an option of the nat"):
         main(["translate", "--workdir", path, "--beam-size", "2", "A dog runs."])
+
+
+@pytest.mark.parametrize("option", [{"decoder_input": "copy"}, {"length_mode": "max"}],
+                         ids=["copy", "max"])
+def test_each_option_trains_and_translates(option, tmp_path):
+    """One short run per option: a finite loss, then predict with the model's own defaults
+    (one iteration for a copy model, one length for a max-length model), and more refused."""
+    task = get_task("nat")
+    config = task.get_config("tiny", vocab_size=400, max_length=32, epochs=1, **option)
+    path = str(tmp_path / "workdir")
+    _, history, _ = train(task, config, path, train_data=load_multi30k("train")[:300],
+                          validation_data=load_multi30k("val")[:20], verbose=0)  # fmt: skip
+    for key in ("loss", "tokens_loss", "length_loss", "val_loss"):
+        assert np.all(np.isfinite(history.history[key])), key
+    task, model, vocabulary = load(path)
+    lines = task.predict(model, vocabulary, ["A dog runs.", ""])
+    assert len(lines) == 2 and lines[1] == "" and "\u2047" not in lines[0]
+    refused = {"iterations": 2} if "decoder_input" in option else {"length_beam": 2}
+    with pytest.raises(ValueError, match=f"{next(iter(refused))}=2: a model with"):
+        task.predict(model, vocabulary, ["A dog runs."], **refused)

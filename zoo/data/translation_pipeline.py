@@ -66,6 +66,8 @@ def make_translation_dataset(
     objective="teacher_forcing",
     mask_id=1,
     max_offset=24,
+    length_mode="predict",
+    mask_all=False,
 ):
     """Build a ``tf.data.Dataset`` of token-budget batches for teacher-forced training.
 
@@ -107,6 +109,13 @@ def make_translation_dataset(
             (:meth:`~zoo.layers.LengthPredictor.offset_class`).
         mask_id: the id of the mask token (``"cmlm"``).
         max_offset: the length predictor's largest offset (``"cmlm"``).
+        length_mode: ``"predict"``, or ``"max"`` (``"cmlm"``): each target is as wide as its
+            source allows, ``W = min(max(len(source) + max_offset, 2), max_length)``
+            (:func:`zoo.models.nat.widest_lengths`): the target cut to ``W - 1`` tokens, EOS,
+            then EOS up to ``W``. The masks are drawn over all ``W`` positions; the length
+            label is still that of the target and its first EOS.
+        mask_all: mask every target position (``"cmlm"``): the objective of a decoder that
+            reads no target tokens (``decoder_input="copy"``), every position a label.
 
     Returns:
         A ``tf.data.Dataset`` of ``({"source": (B, S), "target_in": (B, T)}, (B, T))``, all
@@ -156,10 +165,19 @@ def make_translation_dataset(
 
     def cmlm(src, tgt):  # (S,), (T - 1,) ids -> features, labels
         src = src[:max_length]
-        target = tf.concat([tgt[: max_length - 1], tf.constant([eos_id], tf.int32)], 0)  # (T,)
-        length = tf.shape(target)[0]
-        count = tf.random.uniform([], 1, length + 1, dtype=tf.int32)  # masks, uniform in 1..T
-        rank = tf.argsort(tf.argsort(tf.random.uniform([length])))  # a random permutation
+        if length_mode == "max":  # the width of zoo.models.nat.widest_lengths, in tf
+            width = tf.minimum(tf.maximum(tf.shape(src)[0] + max_offset, 2), max_length)
+            tokens = tgt[: width - 1]
+            length = tf.shape(tokens)[0] + 1  # T, the EOS included
+        else:
+            tokens = tgt[: max_length - 1]
+            length = width = tf.shape(tokens)[0] + 1
+        target = tf.concat([tokens, tf.fill([width - length + 1], eos_id)], 0)  # (W,)
+        if mask_all:
+            count = width
+        else:
+            count = tf.random.uniform([], 1, width + 1, dtype=tf.int32)  # masks, uniform in 1..W
+        rank = tf.argsort(tf.argsort(tf.random.uniform([width])))  # a random permutation
         masked = rank < count
         offset = tf.clip_by_value(length - tf.shape(src)[0], -max_offset, max_offset)
         features = {"source": src, "target_in": tf.where(masked, mask_id, target)}
@@ -170,7 +188,11 @@ def make_translation_dataset(
 
     if objective not in ("teacher_forcing", "cmlm"):
         raise ValueError(f"Unknown objective {objective!r}; expected 'teacher_forcing' or 'cmlm'.")
+    if length_mode not in ("predict", "max"):
+        raise ValueError(f"Unknown length_mode {length_mode!r}; expected 'predict' or 'max'.")
     cmlm_objective = objective == "cmlm"
+    if not cmlm_objective and (mask_all or length_mode != "predict"):
+        raise ValueError("mask_all and length_mode='max' are options of objective='cmlm'.")
     ds = ds.batch(_TOKENIZE_CHUNK).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
     ds = ds.map(cmlm if cmlm_objective else teacher_forcing, num_parallel_calls=tf.data.AUTOTUNE)
     label_shapes = {"tokens": [None], "length": []} if cmlm_objective else [None]

@@ -4,10 +4,11 @@ refinement and the choice among the candidates, over a plain ``decode(target_in)
 Everything is ``keras.ops`` with fixed shapes: the refinement is one ``while_loop``, so it
 compiles with ``tf.function(jit_compile=True)``. ``iterations`` and ``length_beam`` may also be
 scalar int tensors in plain graph mode (a SavedModel's request): they are clamped to
-``[1, MAX_ITERATIONS]`` and ``[1, MAX_LENGTH_BEAM]``, and the shapes become dynamic. A model trained to fill a fixed length (its
-targets are tokens, EOS, then anything up to ``max_length``) needs no length prediction: pass
-``lengths`` of ``max_length`` for every sentence to :func:`nat_search` (or to
-:func:`mask_predict`, then :func:`cut_at_first_eos`), and each sentence ends at its first EOS.
+``[1, MAX_ITERATIONS]`` and ``[1, MAX_LENGTH_BEAM]``, and the shapes become dynamic. A model
+trained to fill a fixed width (its targets are tokens, EOS, then EOS up to the width, as
+``length_mode="max"`` of :mod:`zoo.models.nat` trains) needs no length prediction: pass each
+sentence's width as ``lengths`` to :func:`nat_search` (or to :func:`mask_predict`, then
+:func:`cut_at_first_eos`), and each sentence ends at its first EOS.
 """
 
 import numbers
@@ -251,9 +252,9 @@ def nat_search(
     ``iterations=1`` and ``length_beam=1`` this is the one-pass decoder (the argmax at every
     position of the predicted length).
 
-    A model trained to fill a fixed length needs no length prediction: pass
-    ``lengths=ops.full((B,), max_length, "int32")`` and no ``length_logits``; the sentence
-    ends at its first EOS.
+    A model trained to fill a fixed width needs no length prediction: pass each sentence's
+    width as ``lengths`` (e.g. ``ops.full((B,), max_length, "int32")``) and no
+    ``length_logits``; the sentence ends at its first EOS.
 
     Args:
         decode: ``decode(target_in) -> logits`` on ``(B * l, L)`` inputs, as for

@@ -12,16 +12,18 @@ import weakref
 from zoo.data.sentencepiece_vocab import BOS_ID, EOS_ID, PAD_ID
 from zoo.decoding.beam import beam_search
 from zoo.decoding.greedy import greedy_search
-from zoo.decoding.nat import check_length_beam, nat_search
+from zoo.decoding.nat import MAX_ITERATIONS, check_length_beam, nat_search
 from zoo.decoding.sampling import sample
-from zoo.models.nat import decode_and_lengths
+from zoo.decoding.search_helpers import check_count
+from zoo.models.nat import decode_and_lengths, nat_modes
 from zoo.models.translator import rescorer, step_and_caches, translator_layers
 from zoo.progress import Progress
 
-__all__ = ["translate", "translate_strings", "translator_search"]
+__all__ = ["nat_counts", "translate", "translate_strings", "translator_search"]
 
 METHODS = ("beam", "greedy", "sample", "mask_predict")
 NAT_METHODS = ("mask_predict",)  # the methods of a non-autoregressive model (zoo.models.nat)
+NAT_DEFAULTS = {"iterations": 4, "length_beam": 3}  # of the NAT task and its serving
 
 # model -> {settings: compiled function}; a model's functions go when the model goes.
 _COMPILED = weakref.WeakKeyDictionary()
@@ -88,6 +90,51 @@ def translate_strings(inputs, tokenizer, search, max_input_length=None):
     )  # (B,)
 
 
+def nat_counts(model, iterations=None, length_beam=None):
+    """A NAT's Mask-Predict iterations and length beam, checked against what it can use.
+
+    A ``decoder_input="copy"`` model reads no target tokens, so refinement cannot change its
+    output: it takes one iteration. A ``length_mode="max"`` model decodes one length per
+    sentence: it takes one candidate. (Read from the model: :func:`zoo.models.nat.nat_modes`.)
+
+    Args:
+        model: a model of :func:`zoo.models.nat.build_nat_translator`.
+        iterations: a Python int, a scalar int tensor (graph mode), or None for the default:
+            4, or 1 for a copy model.
+        length_beam: likewise; the default is 3, or 1 for a max-length model.
+
+    Returns:
+        ``(iterations, length_beam)``: Python ints as given, or tensors clamped (to
+        ``[1, MAX_ITERATIONS]`` and as by :func:`~zoo.decoding.nat.check_length_beam`, and
+        to 1 where the model takes one).
+
+    Raises:
+        ValueError: an int that is not positive, more iterations than one for a copy model,
+            or more candidates than one for a max-length model (or than its length classes).
+    """
+    modes = nat_modes(model)
+    if iterations is None:
+        iterations = NAT_DEFAULTS["iterations"] if modes.refines else 1
+    if length_beam is None:
+        length_beam = NAT_DEFAULTS["length_beam"] if modes.predicts_length else 1
+    iterations = check_count(iterations, "iterations", MAX_ITERATIONS if modes.refines else 1)
+    if modes.predicts_length:
+        length_beam = check_length_beam(length_beam, modes.max_offset)
+    else:
+        length_beam = check_count(length_beam, "length_beam", 1)
+    if not modes.refines and isinstance(iterations, int) and iterations > 1:
+        raise ValueError(
+            f"iterations={iterations}: a model with decoder_input='copy' reads no target "
+            "tokens, so refinement cannot change its output; use iterations=1."
+        )
+    if not modes.predicts_length and isinstance(length_beam, int) and length_beam > 1:
+        raise ValueError(
+            f"length_beam={length_beam}: a model with length_mode='max' decodes one length "
+            "per sentence; use length_beam=1."
+        )
+    return iterations, length_beam
+
+
 def translator_search(model, method, max_length, beam_size=4, **kwargs):
     """A translator's ids -> ids search, for :func:`translate_strings`.
 
@@ -98,8 +145,8 @@ def translator_search(model, method, max_length, beam_size=4, **kwargs):
             (:func:`~zoo.decoding.nat_search`) for a non-autoregressive model.
         max_length: Python int, the most target tokens per sentence.
         beam_size: the beam size of ``"beam"`` (an int, or a scalar int tensor in graph mode).
-            Likewise ``iterations`` and ``length_beam`` of ``"mask_predict"`` (in ``kwargs``;
-            a tensor is clamped as by :func:`~zoo.decoding.nat_search`).
+            Likewise ``iterations`` and ``length_beam`` of ``"mask_predict"`` (in ``kwargs``,
+            1 by default; checked, or clamped, by :func:`nat_counts`).
         **kwargs: further arguments of the search (``bos_id``, ``eos_id``, ``alpha``, ...).
 
     Returns:
@@ -119,9 +166,11 @@ def translator_search(model, method, max_length, beam_size=4, **kwargs):
 
     if is_nat:
         # Checked, or clamped (a tensor), once: the memory is repeated by the count searched.
-        max_offset = (model.output["length"].shape[-1] - 1) // 2
+        max_offset = nat_modes(model).max_offset
         nat_kwargs = {k: v for k, v in kwargs.items() if k not in ("bos_id", "rescorer")}
-        nat_kwargs["length_beam"] = check_length_beam(kwargs.get("length_beam", 1), max_offset)
+        nat_kwargs["iterations"], nat_kwargs["length_beam"] = nat_counts(
+            model, kwargs.get("iterations", 1), kwargs.get("length_beam", 1)
+        )
         teacher = kwargs.get("rescorer")
         if teacher is not None:
             _check_rescorer(teacher, model, max_length)
@@ -131,17 +180,17 @@ def translator_search(model, method, max_length, beam_size=4, **kwargs):
     def search(source_ids):
         if is_nat:
             length_beam = nat_kwargs["length_beam"]
-            decode, scores, lengths = decode_and_lengths(model, source_ids, length_beam)
-            rescore = None
-            if teacher is not None:
-                rescore = rescorer(teacher, source_ids, kwargs.get("bos_id", BOS_ID))
             # No candidate is longer than its source plus the largest offset: a static source
             # width (under XLA) bounds the buffers, which would otherwise span every position.
             width = max_length
             if source_ids.shape[1] is not None:
                 width = max(2, min(max_length, source_ids.shape[1] + max_offset))
+            decode, lengths = decode_and_lengths(model, source_ids, width, length_beam)
+            rescore = None
+            if teacher is not None:
+                rescore = rescorer(teacher, source_ids, kwargs.get("bos_id", BOS_ID))
             ids, _ = nat_search(
-                decode, scores, lengths, max_length=width, rescore=rescore, **nat_kwargs
+                decode, **lengths, max_length=width, rescore=rescore, **nat_kwargs
             )
             return ids
         step, caches = step_and_caches(model, source_ids, max_length)
@@ -205,9 +254,10 @@ def translate(
             (:func:`~zoo.decoding.greedy_search`) or ``"sample"`` (:func:`~zoo.decoding.sample`);
             for a model of :func:`zoo.models.nat.build_nat_translator`, ``"mask_predict"``
             (:func:`~zoo.decoding.nat_search`: ``iterations`` and ``length_beam`` in
-            ``kwargs``; 1 and 1 are the one-pass decoder; ``rescorer``, an autoregressive
-            translator of the same vocabulary, picks among the length candidates by its
-            mean log-probability per token instead of the NAT's own).
+            ``kwargs``; 1 and 1, the default, are the one-pass decoder; a copy model takes
+            one iteration, a max-length model one length: :func:`nat_counts`; ``rescorer``,
+            an autoregressive translator of the same vocabulary, picks among the length
+            candidates by its mean log-probability per token instead of the NAT's own).
         beam_size: the beam size of ``"beam"``.
         max_length: the most target tokens per sentence; defaults to the model's positions.
         batch_size: the most sentences decoded together.

@@ -1,9 +1,10 @@
-"""Export a non-autoregressive translator (CMLM) for serving: the ``.keras`` model, its
+"""Export a non-autoregressive translator for serving: the ``.keras`` model, its
 vocabulary, and a SavedModel, in the folder of :func:`zoo.export.export_translator`.
 
 The SavedModel is built from :class:`NATServing`, the frame of
 :func:`zoo.decoding.translate_strings` (the one that :func:`zoo.decoding.translate` runs too)
-around :func:`zoo.decoding.nat_search`: length candidates from the model's length predictor,
+around :func:`zoo.decoding.nat_search`: length candidates from the model's length predictor
+(or, for a max-length model, each sentence's widest length, cut at its first EOS),
 Mask-Predict refinement, the best candidate of each sentence. It loads with TensorFlow and the
 tf-text ops (``import tensorflow_text``), without zoo or Keras.
 
@@ -11,11 +12,13 @@ The signatures:
 
 - ``serving_default``: ``inputs`` (``tf.string``, shape ``[None]``) -> ``translations``
   (``tf.string``, shape ``[None]``); Mask-Predict with the ``default_iterations`` and
-  ``default_length_beam`` given at export (4 and 3).
+  ``default_length_beam`` given at export (4 and 3, or 1 where the model takes one).
 - ``translate_refined``: ``inputs``, ``iterations`` and ``length_beam`` (``tf.int32`` scalars,
   shape ``[]``) -> ``translations``; Mask-Predict with the settings of the request, clamped to
-  ``[1, MAX_ITERATIONS]`` and ``[1, MAX_LENGTH_BEAM]`` (and to the model's length classes).
-  ``iterations=1, length_beam=1`` is the one-pass decoder.
+  ``[1, MAX_ITERATIONS]`` and ``[1, MAX_LENGTH_BEAM]`` (and to the model's length classes;
+  to 1 iteration for a copy model and 1 length for a max-length model, as
+  :func:`zoo.decoding.translation.nat_counts` says). ``iterations=1, length_beam=1`` is the
+  one-pass decoder.
 
 The rules on the inputs are the translator's (:mod:`zoo.export.translator_serving`): invalid
 UTF-8 is replaced, a sentence is truncated to ``max_input_length`` tokens, an input with no
@@ -37,6 +40,7 @@ References:
 import tensorflow as tf
 
 from zoo.decoding.nat import MAX_ITERATIONS, MAX_LENGTH_BEAM
+from zoo.decoding.translation import nat_counts
 from zoo.export.text_serving import STRINGS, TextServing, export_text_serving, positive_int
 
 __all__ = ["NAT_SIGNATURES", "NATServing", "export_nat"]
@@ -64,9 +68,10 @@ class NATServing(TextServing):
         max_output_length: the longest translation (EOS included), the width of the
             refinement; defaults to the model's target positions.
         default_iterations: Mask-Predict's T in ``serving_default``, at most
-            :data:`~zoo.decoding.nat.MAX_ITERATIONS`.
+            :data:`~zoo.decoding.nat.MAX_ITERATIONS`; None: 4, or 1 for a copy model.
         default_length_beam: the candidate lengths per sentence in ``serving_default``, at
-            most :data:`~zoo.decoding.nat.MAX_LENGTH_BEAM`.
+            most :data:`~zoo.decoding.nat.MAX_LENGTH_BEAM`; None: 3, or 1 for a max-length
+            model.
         name: the module name.
 
     Example:
@@ -89,8 +94,8 @@ class NATServing(TextServing):
         tokenizer,
         max_input_length=None,
         max_output_length=None,
-        default_iterations=4,
-        default_length_beam=3,
+        default_iterations=None,
+        default_length_beam=None,
         name="nat_serving",
     ):
         if model.name != "nat":
@@ -103,10 +108,11 @@ class NATServing(TextServing):
             (default_iterations, "default_iterations", MAX_ITERATIONS),
             (default_length_beam, "default_length_beam", MAX_LENGTH_BEAM),
         ):
-            if positive_int(value, name_) > maximum:
+            if value is not None and positive_int(value, name_) > maximum:
                 raise ValueError(f"{name_} must be at most {maximum}, got {value}.")
-        self.default_iterations = default_iterations
-        self.default_length_beam = default_length_beam
+        self.default_iterations, self.default_length_beam = nat_counts(
+            model, default_iterations, default_length_beam
+        )
 
     # ------------------------------------------------------------------ signatures
     @tf.function(input_signature=[STRINGS], autograph=False)
@@ -131,8 +137,10 @@ class NATServing(TextServing):
 
         Args:
             inputs: ``tf.string`` ``[None]``, the sentences (any bytes).
-            iterations: ``tf.int32`` scalar, clamped to ``[1, MAX_ITERATIONS]``.
-            length_beam: ``tf.int32`` scalar, clamped to ``[1, MAX_LENGTH_BEAM]``.
+            iterations: ``tf.int32`` scalar, clamped to ``[1, MAX_ITERATIONS]`` (to 1 for a
+                copy model).
+            length_beam: ``tf.int32`` scalar, clamped to ``[1, MAX_LENGTH_BEAM]`` (to 1 for a
+                max-length model).
 
         Returns:
             ``{"translations": tf.string [None]}``, one UTF-8 translation per input.
@@ -146,7 +154,7 @@ class NATServing(TextServing):
 
     # ------------------------------------------------------------------ the graph
     def _refined(self, inputs, iterations, length_beam):
-        # The search clamps tensor counts (zoo.decoding.nat.check_length_beam, check_count).
+        # The search clamps tensor counts (zoo.decoding.translation.nat_counts).
         return self.translate_with(
             inputs, "mask_predict", iterations=iterations, length_beam=length_beam
         )
@@ -158,8 +166,8 @@ def export_nat(
     output_dir,
     max_input_length=None,
     max_output_length=None,
-    default_iterations=4,
-    default_length_beam=3,
+    default_iterations=None,
+    default_length_beam=None,
     verbose=False,
 ):
     """Write ``model.keras``, ``sentencepiece.model`` and the ``serving/`` SavedModel of a
@@ -177,8 +185,10 @@ def export_nat(
         max_input_length: the most source tokens read per sentence; defaults to the model's
             ``max_length``.
         max_output_length: the longest translation; defaults to the model's ``max_length``.
-        default_iterations: Mask-Predict's T in ``serving_default``.
-        default_length_beam: the candidate lengths per sentence in ``serving_default``.
+        default_iterations: Mask-Predict's T in ``serving_default``; None: 4, or 1 for a
+            copy model.
+        default_length_beam: the candidate lengths per sentence in ``serving_default``;
+            None: 3, or 1 for a max-length model.
         verbose: draw a progress bar on stderr over the export's stages.
 
     Returns:

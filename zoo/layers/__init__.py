@@ -8,3 +8,4 @@ from zoo.layers.embedding import TokenAndPositionEmbedding
 from zoo.layers.crf import *  # noqa: F401,F403
 from zoo.layers.character_embedding import CharacterEmbedding
 from zoo.layers.length_predictor import LengthPredictor
+from zoo.layers.uniform_copy import UniformCopy

@@ -44,6 +44,10 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         start_index: int or scalar int tensor, the position of the first token, for
             incremental decoding.
         reverse: return the tied-projection logits of hidden states instead of embeddings.
+        tokens_only: return the scaled token embeddings alone: no positions, no dropout.
+        token_embeddings: optional ``(B, T, D)`` vectors that stand for the scaled token
+            embeddings: the positions and dropout are added to them, and ``token_ids`` give
+            only the length and the mask (a decoder whose input is not its tokens).
         training: whether dropout is active.
 
     Returns:
@@ -125,7 +129,15 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         """The ``(V, D)`` token matrix, shared by the embedding and the output projection."""
         return self.token_embedding.embeddings
 
-    def call(self, token_ids, start_index=0, reverse=False, training=None):
+    def call(
+        self,
+        token_ids,
+        start_index=0,
+        reverse=False,
+        tokens_only=False,
+        token_embeddings=None,
+        training=None,
+    ):
         if reverse:
             hidden = token_ids  # (B, T, D)
             matrix = ops.cast(self.token_embedding.embeddings, hidden.dtype)  # (V, D)
@@ -138,9 +150,14 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
                     f"{self.name}: {length} tokens starting at position {start_index} need "
                     f"{start_index + length} positions, but max_length={self.max_length}."
                 )
-        x = self.token_embedding(token_ids)  # (B, T, D)
-        if self.scale_embeddings:
-            x = x * ops.cast(math.sqrt(self.embed_dim), x.dtype)
+        if token_embeddings is None:
+            x = self.token_embedding(token_ids)  # (B, T, D)
+            if self.scale_embeddings:
+                x = x * ops.cast(math.sqrt(self.embed_dim), x.dtype)
+        else:
+            x = ops.cast(token_embeddings, self.compute_dtype)  # (B, T, D)
+        if tokens_only:
+            return x
         if self.position_embedding is not None:
             x = x + self.position_embedding(x, start_index=start_index)
         return self.dropout_layer(x, training=training)

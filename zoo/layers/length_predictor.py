@@ -5,7 +5,9 @@ from keras import ops
 
 from zoo.layers.masking import implicit_mask
 
-__all__ = ["LengthPredictor"]
+__all__ = ["LENGTH_MODES", "LengthPredictor"]
+
+LENGTH_MODES = ("predict", "max")
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -21,6 +23,11 @@ class LengthPredictor(keras.layers.Layer):
 
     Args:
         max_offset: K, the largest offset in either direction.
+        length_mode: how the model's decoder chooses the target length, kept here so that a
+            saved model decodes as it was trained: ``"predict"``, the best offsets of these
+            scores; ``"max"``, the widest length they reach, ``min(source + K, max_length)``,
+            the sentence ending at its first EOS (the scores are then an auxiliary output).
+            The layer computes the same scores either way.
         **kwargs: standard layer arguments (``name``, ``dtype``).
 
     Call arguments:
@@ -45,11 +52,16 @@ class LengthPredictor(keras.layers.Layer):
         Conditional Masked Language Models", section 3 (the length from the mean encoder state).
     """
 
-    def __init__(self, max_offset, **kwargs):
+    def __init__(self, max_offset, length_mode="predict", **kwargs):
         super().__init__(**kwargs)
         if not isinstance(max_offset, int) or max_offset < 0:
             raise ValueError(f"max_offset must be an int >= 0, got {max_offset!r}.")
+        if length_mode not in LENGTH_MODES:
+            raise ValueError(
+                f"Unknown length_mode {length_mode!r}; expected one of {LENGTH_MODES}."
+            )
         self.max_offset = max_offset
+        self.length_mode = length_mode
         self.projection = keras.layers.Dense(
             2 * max_offset + 1, dtype=self.dtype_policy, name="projection"
         )
@@ -84,5 +96,5 @@ class LengthPredictor(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"max_offset": self.max_offset})
+        config.update({"max_offset": self.max_offset, "length_mode": self.length_mode})
         return config

@@ -317,6 +317,7 @@ def _decoder_stack(
     index=0,
     return_cross_attention=False,
     use_causal_mask=True,
+    token_embeddings=None,
     training=None,
 ):
     """Embed and decode the target, then project: ``(B, T)`` ids -> logits ``(B, T, V)``.
@@ -324,14 +325,18 @@ def _decoder_stack(
     Over a whole target it attends over ``encoder_output`` (the builder: masks implicit; the
     pictures: masks given). One token at a time it takes ``caches``, one ``(self, cross)`` pair
     per block, and the position ``index`` of ``target_ids``. ``use_causal_mask=False`` lets
-    every position see every other: the non-autoregressive decoder of :mod:`zoo.models.nat`.
+    every position see every other: the non-autoregressive decoder of :mod:`zoo.models.nat`,
+    which may also give ``token_embeddings`` ``(B, T, D)`` to stand for the target's token
+    embeddings (the ids then give only the length and the padding).
 
     Returns:
         ``(logits, caches, cross_weights)``: the logits ``(B, T, V)``; the blocks' updated
         cache pairs (empty without ``caches``); their cross-attention weights ``(B, N, T, S)``
         (empty unless ``return_cross_attention``).
     """
-    y = layers.target_embedding(target_ids, start_index=index, training=training)  # (B, T, D)
+    # Only when given: the saved configs of token-reading models stay as they were.
+    given = {} if token_embeddings is None else {"token_embeddings": token_embeddings}
+    y = layers.target_embedding(target_ids, start_index=index, training=training, **given)
     new_caches, cross_weights = [], []
     for i, block in enumerate(layers.decoder_blocks):
         cache = {}

@@ -1,9 +1,10 @@
-"""The non-autoregressive translation task: Multi30k En->De with the CMLM of
+"""The non-autoregressive translation task: Multi30k En->De with the NAT of
 :func:`zoo.models.nat.build_nat_translator`.
 
 Everything but the model and its training objective is the translation task's: the Multi30k
 data, the joint SentencePiece vocabulary, the workdir. The batches are those of a conditional
-masked language model (``make_translation_dataset(objective="cmlm")``); the loss is the
+masked language model (``make_translation_dataset(objective="cmlm")``; every position masked
+for a copy model, targets EOS-padded to their width for a max-length one); the loss is the
 label-smoothed cross entropy of the masked tokens plus ``length_loss_weight`` times that of the
 length predictor.
 """
@@ -11,6 +12,7 @@ length predictor.
 import keras
 
 from zoo.decoding import translate
+from zoo.decoding.translation import nat_counts
 from zoo.evaluation.translation import evaluate_translator
 from zoo.export import export_nat
 from zoo.models.nat import MASK_ID, PRESETS, NATConfig, build_nat_translator
@@ -25,19 +27,27 @@ class NATTask(TranslationTask):
     """Train, evaluate and run the non-autoregressive translator (CMLM) on Multi30k.
 
     ``evaluate``/``predict`` options: ``iterations`` (Mask-Predict's T) and ``length_beam``
-    (the candidate lengths per sentence); 1 and 1 are the one-pass decoder. ``rescore_with``:
-    the folder of an autoregressive translator of the same vocabulary that picks among the
-    length candidates (Gu et al. 2018).
+    (the candidate lengths per sentence); 1 and 1 are the one-pass decoder. By default 4 and
+    3, or 1 where the model takes one (:func:`zoo.decoding.translation.nat_counts`).
+    ``rescore_with``: the folder of an autoregressive translator of the same vocabulary that
+    picks among the length candidates (Gu et al. 2018).
     """
 
     name = "nat"
     config_class = NATConfig
     presets = PRESETS
-    validation_search = {"method": "mask_predict", "iterations": 4, "length_beam": 3}
+    # val_bleu decodes with the defaults: T=4 l=3, or 1 where the model takes one.
+    validation_search = {"method": "mask_predict", "iterations": None, "length_beam": None}
 
     def objective(self, config):
         """Masked targets and the length label (``make_translation_dataset``'s ``"cmlm"``)."""
-        return {"objective": "cmlm", "mask_id": MASK_ID, "max_offset": config.max_offset}
+        return {
+            "objective": "cmlm",
+            "mask_id": MASK_ID,
+            "max_offset": config.max_offset,
+            "length_mode": config.length_mode,
+            "mask_all": config.decoder_input == "copy",  # it reads no target token
+        }
 
     def build_model(self, config):
         return build_nat_translator(config)
@@ -58,8 +68,9 @@ class NATTask(TranslationTask):
         )
         return model
 
-    def evaluate(self, model, vocabulary, split, output_dir, verbose=False, iterations=4,
-                 length_beam=3, rescore_with=None):
+    def evaluate(self, model, vocabulary, split, output_dir, verbose=False, iterations=None,
+                 length_beam=None, rescore_with=None):
+        iterations, length_beam = nat_counts(model, iterations, length_beam)
         scores = evaluate_translator(
             model, vocabulary, split, output_dir, method="mask_predict", verbose=verbose,
             iterations=iterations, length_beam=length_beam,
@@ -67,8 +78,9 @@ class NATTask(TranslationTask):
         )
         return [bleu_line(split, scores, output_dir)]
 
-    def predict(self, model, vocabulary, lines, verbose=False, iterations=4, length_beam=3,
-                rescore_with=None):
+    def predict(self, model, vocabulary, lines, verbose=False, iterations=None,
+                length_beam=None, rescore_with=None):
+        iterations, length_beam = nat_counts(model, iterations, length_beam)
         return translate(
             model, vocabulary, lines, method="mask_predict", iterations=iterations,
             length_beam=length_beam, verbose=verbose,
