@@ -389,10 +389,7 @@ def run_on_jax(script, timeout=600):
         KERAS_BACKEND="jax",
         JAX_PLATFORMS="cpu",
         PYTHONPATH=REPO_ROOT,
-        TF_CPP_MIN_LOG_LEVEL="3",
-        # Eager JAX compiles every op on its own; LLVM's optimisation of those tiny kernels
-        # costs a third of the checks' time and buys nothing at test sizes.
-        XLA_FLAGS=(os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip(),
+        TF_CPP_MIN_LOG_LEVEL="3",  # XLA_FLAGS come from tests/conftest.py
     )
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=timeout
