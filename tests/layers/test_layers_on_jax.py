@@ -8,6 +8,8 @@ with the traceback, and goes on; one test per part then asserts its marker.
 
 Each part starts as it would in a process of its own: the test modules' ``RNG`` generators
 are put back to their state after import, and the Keras session is cleared.
+Forward passes that are compared with a reference run whole under ``jax.jit``
+(``harness.jit_call``): eager JAX compiles every op on its own, which costs far more.
 """
 
 import itertools
@@ -19,7 +21,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.harness import run_on_jax
+from tests.harness import jit_call, run_on_jax
 from tests.layers import test_aft_attention as aft
 from tests.layers import test_clustered_attention as clustered
 from tests.layers import test_global_attention as global_attention
@@ -57,6 +59,7 @@ def _local():
         lambda n: local.local_pattern(n, 2),
         lengths=(5, 8),
         causal=True,
+        call=jit_call,
     )
     local.assert_encoder_learns("local", {"window": 2})
 
@@ -67,6 +70,7 @@ def _strided():
         lambda n: strided.strided_pattern(n, 3, "sparse"),
         lengths=(5, 12),
         causal=True,
+        call=jit_call,
     )
     local.assert_encoder_learns("strided", {"stride": 3, "pattern": "sparse"})
 
@@ -77,6 +81,7 @@ def _global():
         lambda n: global_attention.global_pattern(n, 2, 2),
         lengths=(5, 8),
         causal=False,
+        call=jit_call,
     )
     local.assert_encoder_learns("global", {"window": 1, "num_global": 1})
 
@@ -141,13 +146,13 @@ def _position():
 
     x = np.random.default_rng(0).normal(size=(2, 5, 16)).astype("float32")
     for layer in (SinusoidalPositionEncoding(), LearnedPositionEmbedding(8), RotaryEmbedding()):
-        full = np.asarray(layer(x))
+        full = np.asarray(jit_call(layer, x))
         step = jax.jit(lambda x, i: layer(x, start_index=i))
         np.testing.assert_allclose(np.asarray(step(x[:, 2:4], 2)), full[:, 2:4], atol=1e-6)
     assert ALiBiBias(4)(np.zeros((2, 4, 5, 5), "float32")).shape == (2, 4, 5, 5)
     for cls in (RotaryAttention, ALiBiAttention, RelativePositionAttention):
         layer = cls(num_heads=2, key_dim=8, fused_qkv=True)
-        full = np.asarray(layer(x, use_causal_mask=True))
+        full = np.asarray(jit_call(layer, x, use_causal_mask=True))
         step = jax.jit(lambda token, cache, i: layer(token, cache=cache, cache_index=i))
         cache = layer.init_cache(2, 7)
         for t in range(5):
@@ -161,7 +166,7 @@ def _position():
         for cls in (RotaryAttention, ALiBiAttention, RelativePositionAttention):
             hidden = cls(num_heads=2, key_dim=4)(hidden, use_causal_mask=True)
         model = keras.Model(ids, embedding(hidden, reverse=True))
-        assert model(np.array([[1, 2, 0]])).shape == (1, 3, 11)
+        assert jit_call(model, np.array([[1, 2, 0]])).shape == (1, 3, 11)
 
 
 def _crf():
@@ -183,11 +188,11 @@ def _crf():
     for w in model.trainable_weights:
         assert not np.array_equal(before[w.path], np.asarray(w.value)), w.path
 
-    potentials, mask = model(ids), ids != 0
+    potentials, mask = jit_call(model, ids), ids != 0
     # The implicit mask reaches the loss under JAX too: junk labels at padding are ignored.
     junk = np.where(mask, tags, 5)
     result = model.evaluate(ids, junk, verbose=0, return_dict=True)
-    nll = -np.asarray(crf_log_likelihood(potentials, tags, mask))
+    nll = -np.asarray(jax.jit(crf_log_likelihood)(potentials, tags, mask))
     assert abs(result["loss"] - nll.sum() / mask.sum()) < 1e-4, (result, nll.sum() / mask.sum())
     decoded, _ = jax.jit(crf_decode)(potentials, mask)
     log_z = np.asarray(jax.jit(crf_log_partition)(potentials, mask))
@@ -230,7 +235,7 @@ def _blocks():
 
     # Forward pass.
     inputs = [source, source_mask, target]
-    out = model(inputs)
+    out = jit_call(model, inputs)
     assert isinstance(out, jax.Array), type(out)
     assert out.shape == (B, T, 3) and np.all(np.isfinite(np.asarray(out)))
 
@@ -250,8 +255,8 @@ def _blocks():
 
     # Cached decoding, each step under jax.jit with a traced cache index, against the
     # full causal pass.
-    memory = encoder(source, padding_mask=source_mask)
-    full = np.asarray(decoder(target, memory, encoder_padding_mask=source_mask))
+    memory = jit_call(encoder, source, padding_mask=source_mask)
+    full = np.asarray(jit_call(decoder, target, memory, encoder_padding_mask=source_mask))
 
     @jax.jit
     def step(token, self_cache, cross_cache, index):

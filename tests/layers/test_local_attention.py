@@ -28,6 +28,10 @@ def _padding(batch, length):
     return padding
 
 
+def _eager(layer, *inputs, **kwargs):
+    return layer(*inputs, **kwargs)
+
+
 # ---------------------------------------------------------------- the slow reference
 # These helpers are shared by the strided and global attention tests.
 def local_pattern(length, window):
@@ -41,29 +45,32 @@ def full_attention_twin(layer, *inputs):
     base_keys = MultiHeadAttention(num_heads=1, key_dim=1).get_config()
     config = {k: v for k, v in layer.get_config().items() if k in base_keys and k != "name"}
     twin = MultiHeadAttention.from_config(config)
-    twin(*inputs)
+    twin(*(keras.Input(batch_shape=x.shape) for x in inputs))  # builds it
     twin.set_weights(layer.get_weights())
     return twin
 
 
-def assert_matches_pattern(make_layer, pattern, lengths, causal, batch=2, value_size=None):
+def assert_matches_pattern(
+    make_layer, pattern, lengths, causal, batch=2, value_size=None, call=_eager
+):
     """The blocked layer equals full attention restricted by the dense ``pattern(T)`` mask.
 
     ``pattern(T)`` is a ``(T, T)`` NumPy boolean array; the causal mask and the padding are
-    added here. Outputs are compared at the real positions only.
+    added here. Outputs are compared at the real positions only. ``call(layer, *inputs,
+    **kwargs)`` runs both layers (the JAX checks pass ``harness.jit_call``).
     """
     for length in lengths:
         layer = make_layer()
         x = _x(batch, length, D)
         inputs = (x,) if value_size is None else (x, _x(batch, length, value_size))
         padding = _padding(batch, length)
-        got = layer(*inputs, padding_mask=padding, use_causal_mask=causal)
+        got = call(layer, *inputs, padding_mask=padding, use_causal_mask=causal)
         allowed = pattern(length)
         if causal:
             allowed = allowed & np.tril(np.ones((length, length), bool))
         twin = full_attention_twin(layer, *inputs)
         mask = np.broadcast_to(allowed, (batch, length, length))
-        want = twin(*inputs, padding_mask=padding, attention_mask=mask)
+        want = call(twin, *inputs, padding_mask=padding, attention_mask=mask)
         np.testing.assert_allclose(
             np.asarray(got)[padding],
             np.asarray(want)[padding],
