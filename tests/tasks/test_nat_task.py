@@ -16,7 +16,7 @@ def workdir(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("nat") / "workdir")
     _, history, _ = train(
         task, config, path, train_data=load_multi30k("train")[:400],
-        validation_data=load_multi30k("val")[:50], verbose=0,
+        validation_data=load_multi30k("val")[:50], verbose=0, bleu_sample_size=8,
     )
     return path, history.history
 
