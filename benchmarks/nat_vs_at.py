@@ -25,6 +25,7 @@ from common import append_results, machine_description, markdown_table
 
 from zoo.data import EOS_ID, load_multi30k
 from zoo.decoding import length_candidates, nat_search, translate
+from zoo.decoding.translation import _LENGTH_BUCKET  # translate() pads sources to a multiple
 from zoo.evaluation import corpus_bleu
 from zoo.models.nat import decode_and_lengths
 from zoo.models.translator import translator_layers
@@ -33,7 +34,6 @@ from zoo.tasks import load
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAT_SETTINGS = [(1, 1), (1, 3), (4, 3), (10, 5)]  # (iterations, length beam)
 RESCORED = (4, 3)
-SOURCE_BUCKET = 8  # translate() pads sources to a multiple of this
 
 
 def _shape(model, tokenizer, chunk):
@@ -44,7 +44,7 @@ def _shape(model, tokenizer, chunk):
     limit = translator_layers(model).max_source_length
     if limit is not None:
         longest = min(longest, limit)
-    return 2 ** math.ceil(math.log2(len(chunk))), math.ceil(max(longest, 1) / SOURCE_BUCKET)
+    return 2 ** math.ceil(math.log2(len(chunk))), math.ceil(max(longest, 1) / _LENGTH_BUCKET)
 
 
 def timed_translate(model, tokenizer, sentences, batch_size, **settings):
