@@ -79,6 +79,9 @@ BLEU_SAMPLE = flag("--bleu-sample", dest="bleu_sample_size", type=count,
 RESCORE_WITH = flag("--rescore-with", metavar="DIR",
                     help="a translator (workdir or export) of the same vocabulary that picks "
                     "among the length candidates")
+CROSS_ATTENTION_SCORE = flag("--cross-attention-score",
+                             choices=("scaled_dot", "dot", "cosine", "additive"),
+                             help="the score function of cross attention (default scaled_dot)")
 # Absolute, so that the workdir's config names the same folder from any current directory.
 DATA = flag("--data", dest="data_dir", type=os.path.abspath,
             help="a folder of `zoo distill`: train on its pairs instead of Multi30k's train split")
@@ -90,8 +93,8 @@ TASKS = {
         "splits": ("train", "val", "test2016"),
         "predict": "translate",
         "train": (
-            EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA,
-            BLEU_SAMPLE,
+            EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE,
+            CROSS_ATTENTION_SCORE,
         ),
         "evaluate": (
             flag("--method", choices=("beam", "greedy"), help="search (default beam)"),

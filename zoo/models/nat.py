@@ -88,6 +88,7 @@ class NATConfig(TranslatorConfig):
     length_loss_weight: float = 0.1
 
     def __post_init__(self):
+        super().__post_init__()
         for field, value, choices in (
             ("decoder_input", self.decoder_input, DECODER_INPUTS),
             ("length_mode", self.length_mode, LENGTH_MODES),

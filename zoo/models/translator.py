@@ -14,6 +14,7 @@ import keras
 from keras import ops
 
 from zoo.layers import TokenAndPositionEmbedding, TransformerDecoderBlock, TransformerEncoderBlock
+from zoo.layers.attention.scaled_dot_product import SCORE_FUNCTIONS
 from zoo.models.presets import from_presets
 
 
@@ -33,6 +34,10 @@ class TranslatorConfig:
         position: ``"sinusoidal"`` or ``"learned"`` positions on the token embeddings.
         attention: the registered self-attention variant of every block.
         share_embeddings: one embedding matrix for source, target and the output projection.
+        cross_attention_score: the score function of the decoder's cross attention:
+            ``"scaled_dot"`` (Vaswani et al. 2017), ``"dot"`` (Luong et al. 2015),
+            ``"cosine"`` or ``"additive"`` (Bahdanau et al. 2015). Self-attention keeps the
+            scaled dot product.
 
     Training:
         label_smoothing, learning_rate (peak), warmup_steps, weight_decay, clipnorm: the
@@ -74,6 +79,14 @@ class TranslatorConfig:
     epochs: int = 40
     vocab_sample_size: int = 200_000
     data_dir: str = ""
+    cross_attention_score: str = "scaled_dot"
+
+    def __post_init__(self):
+        if self.cross_attention_score not in SCORE_FUNCTIONS:
+            raise ValueError(
+                f"Unknown cross_attention_score {self.cross_attention_score!r}; expected one "
+                f"of {SCORE_FUNCTIONS}."
+            )
 
 
 # `small` is the fairseq transformer-tiny shape the issue compares against (4+4 layers,
@@ -216,6 +229,9 @@ class _NewLayers:
     @property
     def decoder_blocks(self):
         kwargs = _block_kwargs(self.config)
+        if self.config.cross_attention_score != "scaled_dot":
+            # Only when chosen: the saved configs of existing models stay as they were.
+            kwargs["cross_attention_kwargs"] = {"score": self.config.cross_attention_score}
         for i in range(self.config.decoder_layers):
             yield TransformerDecoderBlock(**kwargs, name=f"decoder_block_{i}")
 

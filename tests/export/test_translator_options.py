@@ -1,0 +1,39 @@
+"""The serving SavedModel of a translator with each issue-13 switch on translates as
+:func:`zoo.decoding.translate` does in Python (the whole serving contract is tested on the plain
+model in test_translator_serving.py; here only that the switch's forward pass reaches the graph)."""
+
+import os
+
+import keras
+import pytest
+import tensorflow as tf
+
+from tests.export.conftest import MAX_LENGTH, VOCAB_SIZE
+from zoo.decoding import translate
+from zoo.export import export_translator
+from zoo.models import build_translator, translator_config
+
+SENTENCES = ["A dog runs.", "Two men are talking in the street.", "Red car."]
+
+OPTIONS = {
+    "additive score": {"cross_attention_score": "additive"},
+}
+
+
+@pytest.mark.parametrize("overrides", OPTIONS.values(), ids=OPTIONS.keys())
+def test_served_translations_equal_translate(overrides, tokenizer, tmp_path):
+    keras.utils.set_random_seed(5)
+    config = translator_config(
+        "tiny", vocab_size=VOCAB_SIZE, max_length=MAX_LENGTH, decoder_layers=2, **overrides
+    )
+    model = build_translator(config)
+    folder = export_translator(model, tokenizer, tmp_path / "translator")
+    served = tf.saved_model.load(os.path.join(folder, "serving"))
+    inputs = tf.constant(SENTENCES)
+    greedy = served.signatures["translate_greedy"](inputs=inputs)["translations"]
+    beam = served.signatures["translate_beam"](inputs=inputs, beam_size=tf.constant(2))
+    expected_greedy = translate(model, tokenizer, SENTENCES, method="greedy")
+    assert len(set(expected_greedy)) > 1, expected_greedy  # random weights, varied outputs
+    assert [t.decode() for t in greedy.numpy()] == expected_greedy
+    expected_beam = translate(model, tokenizer, SENTENCES, beam_size=2, alpha=0.6)
+    assert [t.decode() for t in beam["translations"].numpy()] == expected_beam
