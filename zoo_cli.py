@@ -82,6 +82,24 @@ RESCORE_WITH = flag("--rescore-with", metavar="DIR",
 CROSS_ATTENTION_SCORE = flag("--cross-attention-score",
                              choices=("scaled_dot", "dot", "cosine", "additive"),
                              help="the score function of cross attention (default scaled_dot)")
+
+
+def encoder_layers(text):
+    """``last``, ``mix``, or comma-separated encoder-layer indices, one per decoder block."""
+    if text in ("last", "mix"):
+        return text
+    try:
+        return tuple(int(index) for index in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected last, mix or comma-separated layer indices such as 0,2,4, got {text!r}"
+        ) from None
+
+
+CROSS_ATTENTION_LAYERS = flag("--cross-attention-layers", type=encoder_layers,
+                              metavar="last|mix|I,J,...",
+                              help="the encoder layer each decoder block reads: the last, a "
+                              "learned mix, or one index per block (0: the embeddings)")
 # Absolute, so that the workdir's config names the same folder from any current directory.
 DATA = flag("--data", dest="data_dir", type=os.path.abspath,
             help="a folder of `zoo distill`: train on its pairs instead of Multi30k's train split")
@@ -94,7 +112,7 @@ TASKS = {
         "predict": "translate",
         "train": (
             EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE,
-            CROSS_ATTENTION_SCORE,
+            CROSS_ATTENTION_SCORE, CROSS_ATTENTION_LAYERS,
         ),
         "evaluate": (
             flag("--method", choices=("beam", "greedy"), help="search (default beam)"),

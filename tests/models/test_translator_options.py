@@ -19,6 +19,8 @@ OPTIONS = {
     "dot score": {"cross_attention_score": "dot"},
     "cosine score": {"cross_attention_score": "cosine"},
     "additive score": {"cross_attention_score": "additive"},
+    "mix of encoder layers": {"cross_attention_layers": "mix"},
+    "chosen encoder layers": {"cross_attention_layers": (0, 1)},
 }
 
 
@@ -82,3 +84,49 @@ def test_the_default_score_leaves_the_saved_block_config_as_it_was():
 def test_an_unknown_score_is_refused():
     with pytest.raises(ValueError, match="cross_attention_score 'bilinear'.*additive"):
         translator_config("tiny", cross_attention_score="bilinear")
+
+
+def test_a_block_reads_the_encoder_layer_it_chose():
+    """Blocks that read the embeddings and the first encoder block: the second encoder block's
+    weights move nothing, and the embeddings' reach the blocks past the whole encoder."""
+    model = tiny_translator(cross_attention_layers=(0, 1))
+    inputs = {"source": SOURCES, "target_in": teacher_forced_input()}
+    before = np.asarray(model(inputs))
+    unread = model.get_layer("encoder_block_1")
+    unread.set_weights([w * 3 + 1 for w in unread.get_weights()])
+    np.testing.assert_allclose(np.asarray(model(inputs)), before, atol=1e-6)
+    read = model.get_layer("encoder_block_0")
+    read.set_weights([w * 3 + 1 for w in read.get_weights()])
+    assert not np.allclose(np.asarray(model(inputs)), before, atol=1e-3)
+
+
+def test_the_mix_is_one_learned_set_of_weights_per_decoder_block():
+    model = tiny_translator(cross_attention_layers="mix")
+    mixes = [model.get_layer(f"encoder_output_{i}") for i in (0, 1)]
+    assert [tuple(mix.mix_logits.shape) for mix in mixes] == [(3,), (3,)]  # embeddings + 2
+
+
+@pytest.mark.parametrize(
+    "layers, match",
+    [
+        ("first", "Unknown cross_attention_layers 'first'"),
+        ((0,), "a tuple of 2 indices"),
+        ((0, 3), r"from 0 \(the embeddings\) to 2"),
+        ((0, True), "a tuple of 2 indices"),
+    ],
+)
+def test_bad_cross_attention_layers_are_refused(layers, match):
+    with pytest.raises(ValueError, match=match):
+        translator_config("tiny", encoder_layers=2, decoder_layers=2, cross_attention_layers=layers)
+
+
+def test_a_list_read_back_from_json_is_a_tuple():
+    config = translator_config("tiny", decoder_layers=2, cross_attention_layers=[0, 1])
+    assert config.cross_attention_layers == (0, 1)
+
+
+def test_the_nat_refuses_other_encoder_layers():
+    from zoo.models import nat_config
+
+    with pytest.raises(ValueError, match="NAT reads the encoder's last layer"):
+        nat_config("tiny", cross_attention_layers="mix")

@@ -89,6 +89,12 @@ class NATConfig(TranslatorConfig):
 
     def __post_init__(self):
         super().__post_init__()
+        if self.cross_attention_layers != "last":
+            # The length predictor and the decoder read one encoder output.
+            raise ValueError(
+                f"The NAT reads the encoder's last layer: cross_attention_layers must be "
+                f"'last', got {self.cross_attention_layers!r}."
+            )
         for field, value, choices in (
             ("decoder_input", self.decoder_input, DECODER_INPUTS),
             ("length_mode", self.length_mode, LENGTH_MODES),

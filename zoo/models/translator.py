@@ -13,7 +13,12 @@ from dataclasses import dataclass, replace
 import keras
 from keras import ops
 
-from zoo.layers import TokenAndPositionEmbedding, TransformerDecoderBlock, TransformerEncoderBlock
+from zoo.layers import (
+    LayerMix,
+    TokenAndPositionEmbedding,
+    TransformerDecoderBlock,
+    TransformerEncoderBlock,
+)
 from zoo.layers.attention.scaled_dot_product import SCORE_FUNCTIONS
 from zoo.models.presets import from_presets
 
@@ -38,6 +43,12 @@ class TranslatorConfig:
             ``"scaled_dot"`` (Vaswani et al. 2017), ``"dot"`` (Luong et al. 2015),
             ``"cosine"`` or ``"additive"`` (Bahdanau et al. 2015). Self-attention keeps the
             scaled dot product.
+        cross_attention_layers: what each decoder block's cross attention reads. ``"last"``:
+            the encoder's last layer. ``"mix"``: its own learned softmax mix of every encoder
+            layer's output, the embeddings included (transparent attention, Bapna et al.
+            2018; :class:`~zoo.layers.LayerMix`). A tuple of one index per decoder block: the
+            output it reads, 0 the embeddings and ``encoder_layers`` the last block. In pre-LN
+            models the encoder's final norm normalizes what each block reads.
 
     Training:
         label_smoothing, learning_rate (peak), warmup_steps, weight_decay, clipnorm: the
@@ -80,6 +91,7 @@ class TranslatorConfig:
     vocab_sample_size: int = 200_000
     data_dir: str = ""
     cross_attention_score: str = "scaled_dot"
+    cross_attention_layers: str | tuple = "last"
 
     def __post_init__(self):
         if self.cross_attention_score not in SCORE_FUNCTIONS:
@@ -87,6 +99,31 @@ class TranslatorConfig:
                 f"Unknown cross_attention_score {self.cross_attention_score!r}; expected one "
                 f"of {SCORE_FUNCTIONS}."
             )
+        if isinstance(self.cross_attention_layers, list):  # read back from config.json
+            object.__setattr__(self, "cross_attention_layers", tuple(self.cross_attention_layers))
+        _check_cross_attention_layers(self)
+
+
+def _check_cross_attention_layers(config):
+    layers = config.cross_attention_layers
+    if isinstance(layers, str):
+        if layers not in ("last", "mix"):
+            raise ValueError(
+                f"Unknown cross_attention_layers {layers!r}; expected 'last', 'mix' or a tuple "
+                "of encoder-layer indices, one per decoder block."
+            )
+        return
+    indices = range(config.encoder_layers + 1)
+    if (
+        not isinstance(layers, tuple)
+        or len(layers) != config.decoder_layers
+        or not all(isinstance(i, int) and not isinstance(i, bool) and i in indices for i in layers)
+    ):
+        raise ValueError(
+            f"cross_attention_layers={layers!r} must be 'last', 'mix' or a tuple of "
+            f"{config.decoder_layers} indices (one per decoder block), each from 0 (the "
+            f"embeddings) to {config.encoder_layers} (the last encoder block)."
+        )
 
 
 # `small` is the fairseq transformer-tiny shape the issue compares against (4+4 layers,
@@ -164,6 +201,8 @@ class TranslatorLayers:
             ``0 .. max_length - 1``.
         max_source_length: the number of source positions (None when unbounded).
         num_caches: the number of KV caches of a search: two per decoder block.
+        encoder_outputs: one :class:`~zoo.layers.LayerMix` per decoder block, choosing the
+            encoder output it reads; empty when every block reads the last layer.
     """
 
     source_embedding: keras.layers.Layer
@@ -173,6 +212,7 @@ class TranslatorLayers:
     encoder_norm: keras.layers.Layer = None
     decoder_norm: keras.layers.Layer = None
     output_projection: keras.layers.Layer = None
+    encoder_outputs: tuple = ()
 
     @property
     def vocab_size(self):
@@ -240,6 +280,17 @@ class _NewLayers:
         return self._final_norm("encoder_norm")
 
     @functools.cached_property
+    def encoder_outputs(self):
+        choice, count = self.config.cross_attention_layers, self.config.encoder_layers + 1
+        if choice == "last":
+            return ()
+        indices = [None] * self.config.decoder_layers if choice == "mix" else choice
+        return tuple(
+            LayerMix(count, index=index, name=f"encoder_output_{i}")
+            for i, index in enumerate(indices)
+        )
+
+    @functools.cached_property
     def decoder_norm(self):
         return self._final_norm("decoder_norm")
 
@@ -305,22 +356,33 @@ def translator_layers(model):
         encoder_norm=layers.get("encoder_norm"),
         decoder_norm=layers.get("decoder_norm"),
         output_projection=output_projection,
+        encoder_outputs=numbered("encoder_output_"),
     )
 
 
 # ---------------------------------------------------------------------- the forward pass
 def _encoder_stack(layers, source_ids, padding_mask=None, training=None):
-    """Embed and encode the source: ``(B, S)`` ids -> ``(B, S, D)``, after the final norm.
+    """Embed and encode the source: ``(B, S)`` ids -> the memory the decoder reads.
 
-    Without ``padding_mask`` (the builder's symbolic inputs) the blocks read the padding from
-    the embedding's implicit Keras mask.
+    The memory is ``(B, S, D)``, the last layer after the final norm, or, when the decoder
+    blocks read chosen encoder layers (``layers.encoder_outputs``), a tuple of one such tensor
+    per decoder block. Without ``padding_mask`` (the builder's symbolic inputs) the blocks
+    read the padding from the embedding's implicit Keras mask.
     """
     x = layers.source_embedding(source_ids, training=training)  # (B, S, D)
+    outputs = [x]
     for block in layers.encoder_blocks:
         x = block(x, padding_mask=padding_mask, training=training)  # (B, S, D)
-    if layers.encoder_norm is not None:
-        x = layers.encoder_norm(x)
-    return x
+        outputs.append(x)
+    norm = layers.encoder_norm or (lambda x: x)
+    if not layers.encoder_outputs:
+        return norm(x)
+    return tuple(norm(choose(outputs)) for choose in layers.encoder_outputs)
+
+
+def _block_memory(memory, i):
+    """What decoder block ``i`` reads: its own memory, or the one all blocks share."""
+    return memory[i] if isinstance(memory, tuple) else memory
 
 
 def _decoder_stack(
@@ -338,7 +400,8 @@ def _decoder_stack(
 ):
     """Embed and decode the target, then project: ``(B, T)`` ids -> logits ``(B, T, V)``.
 
-    Over a whole target it attends over ``encoder_output`` (the builder: masks implicit; the
+    Over a whole target it attends over ``encoder_output`` (the memory of
+    :func:`_encoder_stack`, one tensor or one per block; the builder: masks implicit; the
     pictures: masks given). One token at a time it takes ``caches``, one ``(self, cross)`` pair
     per block, and the position ``index`` of ``target_ids``. ``use_causal_mask=False`` lets
     every position see every other: the non-autoregressive decoder of :mod:`zoo.models.nat`,
@@ -361,7 +424,7 @@ def _decoder_stack(
             cache = dict(self_cache=self_cache, cross_cache=cross_cache, cache_index=index)
         outputs = block(
             y,
-            encoder_output,
+            _block_memory(encoder_output, i),
             padding_mask=padding_mask,
             encoder_padding_mask=encoder_padding_mask,
             return_attention_scores=return_cross_attention,
@@ -411,7 +474,7 @@ def build_translator(config):
     source = keras.Input((None,), dtype="int32", name="source")
     target_in = keras.Input((None,), dtype="int32", name="target_in")
     layers = _NewLayers(config)
-    memory = _encoder_stack(layers, source)  # (B, S, D), carries the padding mask
+    memory = _encoder_stack(layers, source)  # (B, S, D) or one per block, with the padding mask
     logits, _, _ = _decoder_stack(layers, target_in, memory)  # (B, T, V)
     return keras.Model({"source": source, "target_in": target_in}, logits, name="translator")
 
@@ -425,8 +488,9 @@ def encode(model, source_ids):
         source_ids: ``(B, S)`` int ids, 0-padded.
 
     Returns:
-        ``(memory, source_padding)``: the encoder output ``(B, S, D)`` and the boolean
-        ``(B, S)`` mask, True on real tokens.
+        ``(memory, source_padding)``: the encoder output ``(B, S, D)`` (a tuple of one per
+        decoder block when the blocks read chosen encoder layers) and the boolean ``(B, S)``
+        mask, True on real tokens.
     """
     layers = translator_layers(model)
     source_ids = ops.cast(source_ids, "int32")
@@ -440,7 +504,7 @@ def init_caches(model, memory, source_padding, max_length):
 
     Args:
         model: a translator of :func:`build_translator`.
-        memory: ``(B, S, D)``, the encoder output of :func:`encode`.
+        memory: the encoder output of :func:`encode`: ``(B, S, D)``, or one per block.
         source_padding: ``(B, S)`` boolean, True on real source tokens.
         max_length: Python int, the number of decoder steps (and self-attention cache slots);
             at most the model's target positions.
@@ -463,10 +527,13 @@ def init_caches(model, memory, source_padding, max_length):
             f"max_length={max_length} needs {max_length} target positions, but the model's "
             f"embedding has max_length={limit}."
         )
-    batch = ops.shape(memory)[0]
+    batch = ops.shape(_block_memory(memory, 0))[0]
     blocks = tuple(
-        (block.init_self_cache(batch, max_length), block.compute_cross_cache(memory))
-        for block in layers.decoder_blocks
+        (
+            block.init_self_cache(batch, max_length),
+            block.compute_cross_cache(_block_memory(memory, i)),
+        )
+        for i, block in enumerate(layers.decoder_blocks)
     )
     return {"blocks": blocks, "source_padding": source_padding}
 
