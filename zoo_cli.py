@@ -100,6 +100,9 @@ CROSS_ATTENTION_LAYERS = flag("--cross-attention-layers", type=encoder_layers,
                               metavar="last|mix|I,J,...",
                               help="the encoder layer each decoder block reads: the last, a "
                               "learned mix, or one index per block (0: the embeddings)")
+SCHEDULED_SAMPLING = flag("--scheduled-sampling",
+                          choices=("none", "linear", "exponential", "inverse_sigmoid"),
+                          help="two-pass scheduled sampling with this decay (default none)")
 # Absolute, so that the workdir's config names the same folder from any current directory.
 DATA = flag("--data", dest="data_dir", type=os.path.abspath,
             help="a folder of `zoo distill`: train on its pairs instead of Multi30k's train split")
@@ -112,7 +115,7 @@ TASKS = {
         "predict": "translate",
         "train": (
             EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE,
-            CROSS_ATTENTION_SCORE, CROSS_ATTENTION_LAYERS,
+            CROSS_ATTENTION_SCORE, CROSS_ATTENTION_LAYERS, SCHEDULED_SAMPLING,
         ),
         "evaluate": (
             flag("--method", choices=("beam", "greedy"), help="search (default beam)"),

@@ -182,6 +182,7 @@ def test_translate_is_quiet_seeded_and_shows_progress():
 def test_the_tables_of_the_command_line_match_the_tasks():
     from zoo.data import MULTI30K_SPLITS, UD_ENGLISH_EWT_SPLITS
     from zoo.layers.attention.scaled_dot_product import SCORE_FUNCTIONS
+    from zoo.layers.scheduled_sampling import SCHEDULES
     from zoo.models.nat import DECODER_INPUTS, LENGTH_MODES
     from zoo.tasks import TASKS
     from zoo.training import STRATEGIES
@@ -196,6 +197,7 @@ def test_the_tables_of_the_command_line_match_the_tasks():
     choices = {names[0]: options["choices"] for names, options in nat_train if "choices" in options}
     assert choices == {"--decoder-input": DECODER_INPUTS, "--length-mode": LENGTH_MODES}
     assert zoo_cli.CROSS_ATTENTION_SCORE[1]["choices"] == SCORE_FUNCTIONS
+    assert zoo_cli.SCHEDULED_SAMPLING[1]["choices"] == ("none",) + SCHEDULES
     assert zoo_cli.STRATEGIES == STRATEGIES
 
 

@@ -130,3 +130,45 @@ def test_the_nat_refuses_other_encoder_layers():
 
     with pytest.raises(ValueError, match="NAT reads the encoder's last layer"):
         nat_config("tiny", cross_attention_layers="mix")
+
+
+def test_scheduled_sampling_at_gold_probability_one_is_teacher_forcing():
+    """The same seed builds the same weights; with only gold tokens mixed in, the second pass
+    is the plain model's teacher-forced pass, in training as at inference."""
+    plain = tiny_translator()
+    model = tiny_translator(scheduled_sampling="linear", scheduled_sampling_c=0.0)
+    inputs = {"source": SOURCES, "target_in": teacher_forced_input()}
+    for training in (True, False):
+        np.testing.assert_array_equal(
+            np.asarray(model(inputs, training=training)), np.asarray(plain(inputs, training=training))
+        )
+
+
+def test_scheduled_sampling_trains_in_fit_and_its_step_survives_a_keras_file(tmp_path):
+    model = tiny_translator(scheduled_sampling="inverse_sigmoid", scheduled_sampling_k=2.0)
+    model.compile(
+        optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
+    inputs = {"source": SOURCES, "target_in": teacher_forced_input()}
+    labels = np.roll(inputs["target_in"], -1, axis=1)
+    history = model.fit(inputs, labels, batch_size=3, epochs=4, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    assert float(model.get_layer("scheduled_sampling").step) == 4.0  # one per training step
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert float(loaded.get_layer("scheduled_sampling").step) == 4.0
+    np.testing.assert_allclose(np.asarray(loaded(inputs)), np.asarray(model(inputs)), atol=1e-5)
+    assert_steps_equal_the_full_model(loaded)  # inference is the plain translator's
+
+
+def test_the_nat_refuses_scheduled_sampling():
+    from zoo.models import nat_config
+
+    with pytest.raises(ValueError, match="scheduled_sampling must be 'none'"):
+        nat_config("tiny", scheduled_sampling="linear")
+
+
+def test_an_unknown_schedule_is_refused():
+    with pytest.raises(ValueError, match="Unknown scheduled_sampling 'cosine'"):
+        translator_config("tiny", scheduled_sampling="cosine")

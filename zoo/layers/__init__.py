@@ -9,4 +9,5 @@ from zoo.layers.crf import *  # noqa: F401,F403
 from zoo.layers.character_embedding import CharacterEmbedding
 from zoo.layers.layer_mix import LayerMix
 from zoo.layers.length_predictor import LengthPredictor
+from zoo.layers.scheduled_sampling import ScheduledSampling
 from zoo.layers.uniform_copy import UniformCopy

@@ -89,6 +89,12 @@ class NATConfig(TranslatorConfig):
 
     def __post_init__(self):
         super().__post_init__()
+        if self.scheduled_sampling != "none":
+            raise ValueError(
+                "Scheduled sampling mixes a left-to-right decoder's own predictions into its "
+                f"input; the NAT has none: scheduled_sampling must be 'none', got "
+                f"{self.scheduled_sampling!r}."
+            )
         if self.cross_attention_layers != "last":
             # The length predictor and the decoder read one encoder output.
             raise ValueError(

@@ -15,11 +15,13 @@ from keras import ops
 
 from zoo.layers import (
     LayerMix,
+    ScheduledSampling,
     TokenAndPositionEmbedding,
     TransformerDecoderBlock,
     TransformerEncoderBlock,
 )
 from zoo.layers.attention.scaled_dot_product import SCORE_FUNCTIONS
+from zoo.layers.scheduled_sampling import SCHEDULES
 from zoo.models.presets import from_presets
 
 
@@ -51,6 +53,14 @@ class TranslatorConfig:
             models the encoder's final norm normalizes what each block reads.
 
     Training:
+        scheduled_sampling: ``"none"``, or the decay of the gold-token probability of
+            two-pass scheduled sampling (:class:`~zoo.layers.ScheduledSampling`):
+            ``"linear"``, ``"exponential"`` or ``"inverse_sigmoid"``. The model then runs its
+            decoder twice in training, the second time over gold tokens mixed with the first
+            pass's predictions; at inference it is the plain translator.
+        scheduled_sampling_k, scheduled_sampling_c, scheduled_sampling_min: the schedule's
+            ``k`` (None: the schedule's default), the linear slope ``c`` and the floor
+            (:func:`zoo.layers.scheduled_sampling.gold_probability`).
         label_smoothing, learning_rate (peak), warmup_steps, weight_decay, clipnorm: the
             optimisation (AdamW with an inverse-square-root warm-up schedule).
         batch_tokens: the token budget of one batch.
@@ -92,6 +102,10 @@ class TranslatorConfig:
     data_dir: str = ""
     cross_attention_score: str = "scaled_dot"
     cross_attention_layers: str | tuple = "last"
+    scheduled_sampling: str = "none"
+    scheduled_sampling_k: float | None = None
+    scheduled_sampling_c: float = 1e-4
+    scheduled_sampling_min: float = 0.0
 
     def __post_init__(self):
         if self.cross_attention_score not in SCORE_FUNCTIONS:
@@ -102,6 +116,11 @@ class TranslatorConfig:
         if isinstance(self.cross_attention_layers, list):  # read back from config.json
             object.__setattr__(self, "cross_attention_layers", tuple(self.cross_attention_layers))
         _check_cross_attention_layers(self)
+        if self.scheduled_sampling not in ("none",) + SCHEDULES:
+            raise ValueError(
+                f"Unknown scheduled_sampling {self.scheduled_sampling!r}; expected one of "
+                f"{('none',) + SCHEDULES}."
+            )
 
 
 def _check_cross_attention_layers(config):
@@ -237,11 +256,20 @@ class _NewLayers:
     A layer draws random seeds when it is made and again when it is built, so making each one
     just before its first call keeps the order of the draws, and with it the weights that a
     given seed builds, as they have always been. It has the attributes of
-    :class:`TranslatorLayers`; the blocks come as generators, made one at a time.
+    :class:`TranslatorLayers`; the blocks come as generators, made one at a time the first
+    time a stack runs and the same ones after.
     """
 
     def __init__(self, config):
         self.config = config
+        self._made = {"encoder_block_": [], "decoder_block_": []}
+
+    def _blocks(self, prefix, block_class, count):
+        made = self._made[prefix]
+        for i in range(count):
+            if i == len(made):
+                made.append(block_class(**_block_kwargs(self.config), name=f"{prefix}{i}"))
+            yield made[i]
 
     @functools.cached_property
     def _embeddings(self):
@@ -262,18 +290,17 @@ class _NewLayers:
 
     @property
     def encoder_blocks(self):
-        kwargs = _block_kwargs(self.config)
-        for i in range(self.config.encoder_layers):
-            yield TransformerEncoderBlock(**kwargs, name=f"encoder_block_{i}")
+        return self._blocks("encoder_block_", TransformerEncoderBlock, self.config.encoder_layers)
 
     @property
     def decoder_blocks(self):
-        kwargs = _block_kwargs(self.config)
+        return self._blocks("decoder_block_", self._decoder_block, self.config.decoder_layers)
+
+    def _decoder_block(self, **kwargs):
         if self.config.cross_attention_score != "scaled_dot":
             # Only when chosen: the saved configs of existing models stay as they were.
             kwargs["cross_attention_kwargs"] = {"score": self.config.cross_attention_score}
-        for i in range(self.config.decoder_layers):
-            yield TransformerDecoderBlock(**kwargs, name=f"decoder_block_{i}")
+        return TransformerDecoderBlock(**kwargs)
 
     @functools.cached_property
     def encoder_norm(self):
@@ -475,7 +502,19 @@ def build_translator(config):
     target_in = keras.Input((None,), dtype="int32", name="target_in")
     layers = _NewLayers(config)
     memory = _encoder_stack(layers, source)  # (B, S, D) or one per block, with the padding mask
-    logits, _, _ = _decoder_stack(layers, target_in, memory)  # (B, T, V)
+    if config.scheduled_sampling != "none":
+        first, _, _ = _decoder_stack(layers, target_in, memory)  # (B, T, V), gold input
+        mix = ScheduledSampling(
+            config.scheduled_sampling,
+            k=config.scheduled_sampling_k,
+            c=config.scheduled_sampling_c,
+            minimum=config.scheduled_sampling_min,
+            name="scheduled_sampling",
+        )
+        target_in_mixed = mix(target_in, first)  # (B, T): the gold input at inference
+        logits, _, _ = _decoder_stack(layers, target_in_mixed, memory)  # (B, T, V)
+    else:
+        logits, _, _ = _decoder_stack(layers, target_in, memory)  # (B, T, V)
     return keras.Model({"source": source, "target_in": target_in}, logits, name="translator")
 
 
