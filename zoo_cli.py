@@ -103,6 +103,10 @@ CROSS_ATTENTION_LAYERS = flag("--cross-attention-layers", type=encoder_layers,
 SCHEDULED_SAMPLING = flag("--scheduled-sampling",
                           choices=("none", "linear", "exponential", "inverse_sigmoid"),
                           help="two-pass scheduled sampling with this decay (default none)")
+GUIDED_ATTENTION = flag("--guided-attention", dest="guided_attention_weight", type=float,
+                        metavar="WEIGHT",
+                        help="the weight of the loss that pulls cross attention toward the "
+                        "diagonal (default 0: off)")
 # Absolute, so that the workdir's config names the same folder from any current directory.
 DATA = flag("--data", dest="data_dir", type=os.path.abspath,
             help="a folder of `zoo distill`: train on its pairs instead of Multi30k's train split")
@@ -116,6 +120,7 @@ TASKS = {
         "train": (
             EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE,
             CROSS_ATTENTION_SCORE, CROSS_ATTENTION_LAYERS, SCHEDULED_SAMPLING,
+            GUIDED_ATTENTION,
         ),
         "evaluate": (
             flag("--method", choices=("beam", "greedy"), help="search (default beam)"),

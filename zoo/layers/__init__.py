@@ -7,6 +7,7 @@ from zoo.layers.position import *  # noqa: F401,F403
 from zoo.layers.embedding import TokenAndPositionEmbedding
 from zoo.layers.crf import *  # noqa: F401,F403
 from zoo.layers.character_embedding import CharacterEmbedding
+from zoo.layers.guided_attention import GuidedAttention
 from zoo.layers.layer_mix import LayerMix
 from zoo.layers.length_predictor import LengthPredictor
 from zoo.layers.scheduled_sampling import ScheduledSampling

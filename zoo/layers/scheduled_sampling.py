@@ -1,4 +1,4 @@
-"""Scheduled sampling: the decoder's second pass reads gold tokens mixed with its own predictions."""
+"""Scheduled sampling: a decoder's second pass reads gold tokens mixed with its predictions."""
 
 import math
 

@@ -14,6 +14,7 @@ import keras
 from keras import ops
 
 from zoo.layers import (
+    GuidedAttention,
     LayerMix,
     ScheduledSampling,
     TokenAndPositionEmbedding,
@@ -61,6 +62,11 @@ class TranslatorConfig:
         scheduled_sampling_k, scheduled_sampling_c, scheduled_sampling_min: the schedule's
             ``k`` (None: the schedule's default), the linear slope ``c`` and the floor
             (:func:`zoo.layers.scheduled_sampling.gold_probability`).
+        guided_attention_weight: above 0, the weight of an auxiliary loss that pulls every
+            decoder block's cross attention toward the diagonal (Tachibana et al. 2017;
+            :class:`~zoo.layers.GuidedAttention`), for monotonic tasks.
+        guided_attention_decay: the loss weight's factor per training step (1: constant).
+        guided_attention_sigma: the width of the diagonal band that goes unpenalised.
         label_smoothing, learning_rate (peak), warmup_steps, weight_decay, clipnorm: the
             optimisation (AdamW with an inverse-square-root warm-up schedule).
         batch_tokens: the token budget of one batch.
@@ -106,6 +112,9 @@ class TranslatorConfig:
     scheduled_sampling_k: float | None = None
     scheduled_sampling_c: float = 1e-4
     scheduled_sampling_min: float = 0.0
+    guided_attention_weight: float = 0.0
+    guided_attention_decay: float = 1.0
+    guided_attention_sigma: float = 0.2
 
     def __post_init__(self):
         if self.cross_attention_score not in SCORE_FUNCTIONS:
@@ -116,6 +125,16 @@ class TranslatorConfig:
         if isinstance(self.cross_attention_layers, list):  # read back from config.json
             object.__setattr__(self, "cross_attention_layers", tuple(self.cross_attention_layers))
         _check_cross_attention_layers(self)
+        if (
+            self.guided_attention_weight < 0
+            or not 0 < self.guided_attention_decay <= 1
+            or self.guided_attention_sigma <= 0
+        ):
+            raise ValueError(
+                "guided_attention_weight must be >= 0, guided_attention_decay in (0, 1] and "
+                f"guided_attention_sigma > 0; got {self.guided_attention_weight!r}, "
+                f"{self.guided_attention_decay!r}, {self.guided_attention_sigma!r}."
+            )
         if self.scheduled_sampling not in ("none",) + SCHEDULES:
             raise ValueError(
                 f"Unknown scheduled_sampling {self.scheduled_sampling!r}; expected one of "
@@ -502,6 +521,7 @@ def build_translator(config):
     target_in = keras.Input((None,), dtype="int32", name="target_in")
     layers = _NewLayers(config)
     memory = _encoder_stack(layers, source)  # (B, S, D) or one per block, with the padding mask
+    decoder_input = target_in
     if config.scheduled_sampling != "none":
         first, _, _ = _decoder_stack(layers, target_in, memory)  # (B, T, V), gold input
         mix = ScheduledSampling(
@@ -511,10 +531,19 @@ def build_translator(config):
             minimum=config.scheduled_sampling_min,
             name="scheduled_sampling",
         )
-        target_in_mixed = mix(target_in, first)  # (B, T): the gold input at inference
-        logits, _, _ = _decoder_stack(layers, target_in_mixed, memory)  # (B, T, V)
-    else:
-        logits, _, _ = _decoder_stack(layers, target_in, memory)  # (B, T, V)
+        decoder_input = mix(target_in, first)  # (B, T): the gold input at inference
+    guided = config.guided_attention_weight > 0
+    logits, _, cross = _decoder_stack(
+        layers, decoder_input, memory, return_cross_attention=guided
+    )  # (B, T, V), one (B, N, T, S) per block
+    if guided:
+        guide = GuidedAttention(
+            config.guided_attention_weight,
+            decay=config.guided_attention_decay,
+            sigma=config.guided_attention_sigma,
+            name="guided_attention",
+        )
+        logits = guide(logits, cross, decoder_input, source)  # the loss added in training
     return keras.Model({"source": source, "target_in": target_in}, logits, name="translator")
 
 
