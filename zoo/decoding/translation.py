@@ -147,7 +147,9 @@ def translator_search(model, method, max_length, beam_size=4, **kwargs):
         beam_size: the beam size of ``"beam"`` (an int, or a scalar int tensor in graph mode).
             Likewise ``iterations`` and ``length_beam`` of ``"mask_predict"`` (in ``kwargs``,
             1 by default; checked, or clamped, by :func:`nat_counts`).
-        **kwargs: further arguments of the search (``bos_id``, ``eos_id``, ``alpha``, ...).
+        **kwargs: further arguments of the search (``bos_id``, ``eos_id``, ``alpha``, ...),
+            and ``monotonic_window`` of an autoregressive translator's step
+            (:func:`zoo.models.translator.step`: monotonic attention decoding).
 
     Returns:
         A function ``(B, S)`` source ids -> ``(B, L)`` int32 target ids, ``L = max_length``
@@ -176,6 +178,9 @@ def translator_search(model, method, max_length, beam_size=4, **kwargs):
             _check_rescorer(teacher, model, max_length)
     elif kwargs.get("rescorer") is not None:
         raise ValueError("rescorer reranks the candidates of method 'mask_predict' only.")
+    monotonic_window = kwargs.pop("monotonic_window", None)
+    if is_nat and monotonic_window is not None:
+        raise ValueError("monotonic_window constrains a left-to-right decoder; not the NAT's.")
 
     def search(source_ids):
         if is_nat:
@@ -193,7 +198,7 @@ def translator_search(model, method, max_length, beam_size=4, **kwargs):
                 decode, **lengths, max_length=width, rescore=rescore, **nat_kwargs
             )
             return ids
-        step, caches = step_and_caches(model, source_ids, max_length)
+        step, caches = step_and_caches(model, source_ids, max_length, monotonic_window)
         if method == "beam":
             ids, _ = beam_search(step, caches, max_length, beam_size=beam_size, **kwargs)
             return ids

@@ -567,7 +567,7 @@ def encode(model, source_ids):
     return memory, source_padding
 
 
-def init_caches(model, memory, source_padding, max_length):
+def init_caches(model, memory, source_padding, max_length, monotonic=False):
     """The caches of a search of ``max_length`` steps over ``memory``.
 
     Args:
@@ -576,6 +576,8 @@ def init_caches(model, memory, source_padding, max_length):
         source_padding: ``(B, S)`` boolean, True on real source tokens.
         max_length: Python int, the number of decoder steps (and self-attention cache slots);
             at most the model's target positions.
+        monotonic: add the ``"attention_position"`` that :func:`step`'s
+            ``monotonic_window`` moves forward, ``(B,)`` int32 zeros.
 
     Returns:
         A dict of batch-major tensors: ``"blocks"``, one ``(self, cross)`` pair per decoder
@@ -603,10 +605,13 @@ def init_caches(model, memory, source_padding, max_length):
         )
         for i, block in enumerate(layers.decoder_blocks)
     )
-    return {"blocks": blocks, "source_padding": source_padding}
+    caches = {"blocks": blocks, "source_padding": source_padding}
+    if monotonic:
+        caches["attention_position"] = ops.zeros((batch,), "int32")
+    return caches
 
 
-def step(model, token_ids, caches, index):
+def step(model, token_ids, caches, index, monotonic_window=None):
     """One decoder step: the logits of the token after ``token_ids``.
 
     Args:
@@ -614,30 +619,57 @@ def step(model, token_ids, caches, index):
         token_ids: ``(B, 1)`` int ids, the token at position ``index`` (BOS at 0).
         caches: the dict of :func:`init_caches`, or of the previous step.
         index: int or scalar int tensor, the position of ``token_ids``.
+        monotonic_window: None, or a Python int ``w``: monotonic attention decoding, for
+            tasks whose alignment only moves forward. Every block's cross attention then
+            sees only the source positions ``p .. p + w - 1``, ``p`` being where the last
+            block's attention (the mean over heads) peaked at the step before (0 at first;
+            the last real token when ``p`` is past it): the peak can stay or move ahead by
+            less than ``w``, never back (the forced-incremental attention of Tachibana et al.
+            2017). ``caches`` must come from :func:`init_caches` with ``monotonic=True``.
 
     Returns:
         ``(logits, caches)``: float32 logits ``(B, V)`` of the next token, and the caches with
         this step's keys and values written at ``index`` (the cross caches and the source
-        padding are handed back as they came).
+        padding are handed back as they came; the attention position moves).
     """
     layers = translator_layers(model)
     if len(caches["blocks"]) != len(layers.decoder_blocks):
         raise ValueError(
             f"Expected {layers.num_caches} caches, got {2 * len(caches['blocks'])}."
         )
-    logits, blocks, _ = _decoder_stack(
+    source_padding = visible = caches["source_padding"]  # (B, S)
+    if monotonic_window is not None:
+        if "attention_position" not in caches:
+            raise ValueError("monotonic_window needs the caches of init_caches(monotonic=True).")
+        visible = _monotonic_window(source_padding, caches["attention_position"], monotonic_window)
+    logits, blocks, cross = _decoder_stack(
         layers,
         ops.cast(token_ids, "int32"),
-        encoder_padding_mask=caches["source_padding"],
+        encoder_padding_mask=visible,
         caches=caches["blocks"],
         index=index,
+        return_cross_attention=monotonic_window is not None,
         training=False,
     )
-    caches = {"blocks": blocks, "source_padding": caches["source_padding"]}
-    return ops.cast(logits[:, 0, :], "float32"), caches
+    new_caches = {"blocks": blocks, "source_padding": source_padding}
+    if monotonic_window is not None:
+        peak = ops.argmax(ops.mean(ops.cast(cross[-1][:, :, 0, :], "float32"), axis=1), axis=-1)
+        new_caches["attention_position"] = ops.cast(peak, "int32")  # (B,)
+    return ops.cast(logits[:, 0, :], "float32"), new_caches
 
 
-def step_and_caches(model, source_ids, max_length):
+def _monotonic_window(source_padding, position, width):
+    """``(B, S)`` True on the real source positions from ``position`` (at most the last real
+    one) to ``position + width - 1``."""
+    if not isinstance(width, int) or isinstance(width, bool) or width < 1:
+        raise ValueError(f"monotonic_window must be a positive Python int, got {width!r}.")
+    last = ops.sum(ops.cast(source_padding, "int32"), axis=1) - 1  # (B,)
+    start = ops.minimum(position, ops.maximum(last, 0))[:, None]  # (B, 1)
+    positions = ops.arange(ops.shape(source_padding)[1], dtype="int32")[None, :]  # (1, S)
+    return source_padding & (positions >= start) & (positions < start + width)
+
+
+def step_and_caches(model, source_ids, max_length, monotonic_window=None):
     """What every search of :mod:`zoo.decoding` takes: the step function and the caches.
 
     The encoder runs here, once. Beam search repeats the caches per beam itself, so the same
@@ -647,6 +679,7 @@ def step_and_caches(model, source_ids, max_length):
         model: a translator of :func:`build_translator`.
         source_ids: ``(B, S)`` int source ids, 0-padded.
         max_length: Python int, the most tokens the search generates (its ``max_length``).
+        monotonic_window: None, or the window of monotonic attention decoding (:func:`step`).
 
     Returns:
         ``(step, caches)``: ``step(token_ids, caches, index) -> (logits, caches)`` (this
@@ -661,8 +694,9 @@ def step_and_caches(model, source_ids, max_length):
         (2, 6)
     """
     memory, source_padding = encode(model, source_ids)
-    caches = init_caches(model, memory, source_padding, max_length)
-    return functools.partial(step, model), caches
+    monotonic = monotonic_window is not None
+    caches = init_caches(model, memory, source_padding, max_length, monotonic=monotonic)
+    return functools.partial(step, model, monotonic_window=monotonic_window), caches
 
 
 def full_logits(model, source_ids, target_in):
