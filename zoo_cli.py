@@ -48,6 +48,10 @@ def count(text):
     return _number(int, 0, text)
 
 
+def non_negative_float(text):
+    return _number(float, 0, text)
+
+
 def minutes(text):
     value = _number(float, 0, text)
     if value == 0:
@@ -103,6 +107,9 @@ CROSS_ATTENTION_LAYERS = flag("--cross-attention-layers", type=encoder_layers,
 SCHEDULED_SAMPLING = flag("--scheduled-sampling",
                           choices=("none", "linear", "exponential", "inverse_sigmoid"),
                           help="two-pass scheduled sampling with this decay (default none)")
+SCHEDULED_SAMPLING_K = flag("--scheduled-sampling-k", type=non_negative_float, metavar="K",
+                            help="the decay's k (default: the schedule's own; exponential: "
+                            "0 < K <= 1, inverse_sigmoid: K >= 1)")
 GUIDED_ATTENTION = flag("--guided-attention", dest="guided_attention_weight", type=float,
                         metavar="WEIGHT",
                         help="the weight of the loss that pulls cross attention toward the "
@@ -120,7 +127,7 @@ TASKS = {
         "train": (
             EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE,
             CROSS_ATTENTION_SCORE, CROSS_ATTENTION_LAYERS, SCHEDULED_SAMPLING,
-            GUIDED_ATTENTION,
+            SCHEDULED_SAMPLING_K, GUIDED_ATTENTION,
         ),
         "evaluate": (
             flag("--method", choices=("beam", "greedy"), help="search (default beam)"),

@@ -396,3 +396,15 @@ def run_on_jax(script, timeout=600):
     )
     assert result.returncode == 0, f"the JAX run failed:\n{result.stdout}\n{result.stderr[-4000:]}"
     return result.stdout
+
+
+class CrashAtEpoch(keras.callbacks.Callback):
+    """Raise ``RuntimeError("simulated crash")`` as epoch ``epoch`` begins: a run to resume."""
+
+    def __init__(self, epoch):
+        super().__init__()
+        self.epoch = epoch
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == self.epoch:
+            raise RuntimeError("simulated crash")

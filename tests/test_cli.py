@@ -111,6 +111,8 @@ def test_version():
         (["evaluate", "tagger", "--beam-size", "3", "--workdir", "w"],
          ["--beam-size", "translator only"]),
         (["train", "translator", "--epochs", "0", "--workdir", "w"], ["--epochs", "0"]),
+        (["train", "translator", "--scheduled-sampling-k", "-1", "--workdir", "w"],
+         ["--scheduled-sampling-k", "less than 0"]),
         (["train", "translator", "--time-limit", "soon", "--workdir", "w"],
          ["--time-limit", "soon"]),
         (["train", "gpt", "--workdir", "w"], ["gpt"]),
@@ -198,6 +200,8 @@ def test_the_tables_of_the_command_line_match_the_tasks():
     assert choices == {"--decoder-input": DECODER_INPUTS, "--length-mode": LENGTH_MODES}
     assert zoo_cli.CROSS_ATTENTION_SCORE[1]["choices"] == SCORE_FUNCTIONS
     assert zoo_cli.SCHEDULED_SAMPLING[1]["choices"] == ("none",) + SCHEDULES
+    translator_flags = {names[0] for names, _ in zoo_cli.TASKS["translator"]["train"]}
+    assert {"--scheduled-sampling", "--scheduled-sampling-k"} <= translator_flags
     assert zoo_cli.STRATEGIES == STRATEGIES
 
 

@@ -16,7 +16,11 @@ SENTENCES = ["A dog runs.", "Two men are talking in the street.", "Red car."]
 
 # Every switch that changes the forward pass, on at once in one model: one export (exports are
 # slow), and a check that the switches compose.
-SWITCHES = {"cross_attention_score": "additive", "cross_attention_layers": "mix"}
+SWITCHES = {
+    "cross_attention_score": "additive",
+    "cross_attention_layers": "mix",
+    "scheduled_sampling": "linear",  # inference is the plain translator: the step function
+}
 
 
 def test_served_translations_equal_translate(tokenizer, tmp_path):

@@ -346,6 +346,30 @@ def _nat():
     np.testing.assert_array_equal(np.asarray(tokens), np.asarray(widest(source)[0]))
 
 
+def _scheduled_sampling():
+    import jax
+
+    from tests.layers import test_scheduled_sampling as ss
+    from zoo.layers import ScheduledSampling
+
+    layer = ScheduledSampling("linear", k=0.0, c=0.0)  # only the first pass's predictions
+    layer.build(ss.TARGET_IN.shape)
+    shifted = np.concatenate([ss.TARGET_IN[:, :1], ss.PREDICTED[:, :-1]], axis=1)
+    expected = np.where(ss.TARGET_IN == 0, 0, shifted)
+
+    @jax.jit
+    def train_call(state):  # as fit runs it on JAX: the counter's update comes back as state
+        return layer.stateless_call([], state, ss.TARGET_IN, ss.LOGITS, training=True)
+
+    variables = layer.non_trainable_variables
+    state = [v.value for v in variables]
+    for _ in range(2):
+        mixed, state = train_call(state)
+    np.testing.assert_array_equal(np.asarray(mixed), expected)
+    counter = next(i for i, v in enumerate(variables) if v is layer.step)
+    assert float(state[counter]) == 2.0  # one count per call
+
+
 PARTS = {
     "local": _local,
     "strided": _strided,
@@ -359,6 +383,7 @@ PARTS = {
     "crf": _crf,
     "blocks": _blocks,
     "nat": _nat,
+    "scheduled_sampling": _scheduled_sampling,
 }
 
 

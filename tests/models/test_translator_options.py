@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from tests.decoding.conftest import _copy_batch as copy_task  # a monotonic task
+from tests.harness import CrashAtEpoch
 from zoo.data import BOS_ID
 from zoo.models import build_translator, translator_config
-from zoo.models.translator import encode, full_logits, init_caches, step
+from zoo.models.translator import encode, full_logits, init_caches, step, step_and_caches
 
 VOCAB_SIZE = 24
 SOURCES = np.array([[5, 9, 13, 7, 0, 0], [11, 0, 0, 0, 0, 0], [4, 18, 6, 10, 15, 12]], "int32")
@@ -131,33 +132,84 @@ def test_the_nat_refuses_other_encoder_layers():
         nat_config("tiny", cross_attention_layers="mix")
 
 
-def test_scheduled_sampling_at_gold_probability_one_is_teacher_forcing():
-    """The same seed builds the same weights; with only gold tokens mixed in, the second pass
-    is the plain model's teacher-forced pass, in training as at inference."""
+def test_scheduled_sampling_second_pass_reads_gold_tokens_or_the_first_pass_predictions():
+    """The same seed builds the same weights as the plain model. At gold probability 1 the
+    second pass is the plain model's teacher-forced pass (in training as at inference); at 0,
+    in training, it is the plain model's pass over the first pass's argmax predictions,
+    shifted right, with BOS and the padding kept; at inference it is teacher forcing again."""
     plain = tiny_translator()
-    model = tiny_translator(scheduled_sampling="linear", scheduled_sampling_c=0.0)
-    inputs = {"source": SOURCES, "target_in": teacher_forced_input()}
+    target_in = teacher_forced_input()
+    target_in[0, 4:] = 0  # padding
+    inputs = {"source": SOURCES, "target_in": target_in}
+    teacher_forced = np.asarray(plain(inputs))
+    gold = tiny_translator(scheduled_sampling="linear", scheduled_sampling_c=0.0)  # k = 1
     for training in (True, False):
-        expected = np.asarray(plain(inputs, training=training))
-        np.testing.assert_array_equal(np.asarray(model(inputs, training=training)), expected)
+        np.testing.assert_array_equal(np.asarray(gold(inputs, training=training)), teacher_forced)
 
-
-def test_scheduled_sampling_trains_in_fit_and_its_step_survives_a_keras_file(tmp_path):
-    model = tiny_translator(scheduled_sampling="inverse_sigmoid", scheduled_sampling_k=2.0)
-    model.compile(
-        optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    predicted = teacher_forced[..., 1:].argmax(-1) + 1  # never the padding id
+    mixed = np.where(target_in == 0, 0, np.concatenate([target_in[:, :1], predicted[:, :-1]], 1))
+    assert (mixed != target_in)[:, 1:].any() and (mixed[0, 4:] == 0).all()
+    predictions = tiny_translator(scheduled_sampling="linear", scheduled_sampling_k=0.0)
+    np.testing.assert_allclose(
+        np.asarray(predictions(inputs, training=True)),
+        np.asarray(plain({"source": SOURCES, "target_in": mixed})),
+        atol=1e-5,
     )
+    np.testing.assert_array_equal(np.asarray(predictions(inputs)), teacher_forced)
+
+
+def test_scheduled_sampling_counts_fit_steps_resumes_and_survives_a_keras_file(tmp_path):
+    """One count per training step, none at inference; train()'s BackupAndRestore puts the
+    count back after a crash; the .keras file keeps it, and the loaded model's greedy decoding
+    is the full forward pass's."""
+    from zoo.decoding import greedy_search
+    from zoo.training.train import standard_callbacks
+
     inputs = {"source": SOURCES, "target_in": teacher_forced_input()}
     labels = np.roll(inputs["target_in"], -1, axis=1)
-    history = model.fit(inputs, labels, batch_size=3, epochs=4, verbose=0)
-    assert np.isfinite(history.history["loss"]).all()
-    assert float(model.get_layer("scheduled_sampling").step) == 4.0  # one per training step
+    workdir = str(tmp_path / "run")
+
+    def fit(model, *callbacks):
+        backup = standard_callbacks(workdir)[0]  # keras.callbacks.BackupAndRestore
+        return model.fit(
+            inputs, labels, batch_size=2, epochs=2, verbose=0, callbacks=[backup, *callbacks]
+        )
+
+    def build(seed, run_eagerly):
+        model = tiny_translator(
+            seed, encoder_layers=1, decoder_layers=1, scheduled_sampling="inverse_sigmoid",
+            scheduled_sampling_k=2.0,
+        )  # fmt: skip
+        model.compile(
+            optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            run_eagerly=run_eagerly,
+        )
+        return model, model.get_layer("scheduled_sampling").step
+
+    crashed, step = build(0, run_eagerly=False)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        fit(crashed, CrashAtEpoch(1))
+    assert float(step) == 2.0  # the first epoch's two steps, counted in a tf.function
+    # The same run again (eagerly: a second trace costs seconds) runs the second epoch only.
+    model, step = build(1, run_eagerly=True)
+    assert fit(model).epoch == [1]
+    assert float(step) == 4.0 == float(model.optimizer.iterations)  # 2 restored, 2 counted
+    model(inputs)
+    assert float(step) == 4.0  # inference does not count
+
     path = str(tmp_path / "model.keras")
     model.save(path)
     loaded = keras.models.load_model(path)
     assert float(loaded.get_layer("scheduled_sampling").step) == 4.0
     np.testing.assert_allclose(np.asarray(loaded(inputs)), np.asarray(model(inputs)), atol=1e-5)
     assert_steps_equal_the_full_model(loaded)  # inference is the plain translator's
+    step_fn, caches = step_and_caches(loaded, SOURCES, max_length=5)
+    tokens = np.asarray(greedy_search(step_fn, caches, max_length=5, eos_id=-1))  # (B, 5)
+    target_in = np.full((len(SOURCES), 1), BOS_ID, "int32")
+    for _ in range(5):  # the slow reference: the whole model over the prefix, every time
+        logits = np.asarray(full_logits(loaded, SOURCES, target_in))[:, -1, 1:]
+        target_in = np.concatenate([target_in, logits.argmax(-1)[:, None] + 1], axis=1)
+    np.testing.assert_array_equal(tokens, target_in[:, 1:])
 
 
 def test_the_nat_refuses_scheduled_sampling():
@@ -223,3 +275,16 @@ def test_guided_attention_changes_training_only(tmp_path):
 def test_bad_guided_attention_settings_are_refused(field, value):
     with pytest.raises(ValueError, match="guided_attention_weight must be >= 0"):
         translator_config("tiny", **{field: value})
+
+
+@pytest.mark.parametrize(
+    "overrides, match",
+    [
+        ({"scheduled_sampling_k": 1.5}, r"scheduled_sampling_k must be in \(0, 1\]"),
+        ({"scheduled_sampling_c": -1.0}, "scheduled_sampling_c .the linear slope. must be >= 0"),
+        ({"scheduled_sampling_min": 2.0}, "scheduled_sampling_min must be a probability"),
+    ],
+)
+def test_bad_schedule_parameters_are_refused_by_field(overrides, match):
+    with pytest.raises(ValueError, match=match):
+        translator_config("tiny", scheduled_sampling="exponential", **overrides)

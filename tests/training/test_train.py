@@ -4,10 +4,10 @@ import dataclasses
 import json
 import os
 
-import keras
 import numpy as np
 import pytest
 
+from tests.harness import CrashAtEpoch
 from zoo.data import load_multi30k
 from zoo.models.translator import get_config
 from zoo.training import train
@@ -16,16 +16,6 @@ TASK = "translator"
 PAIRS = load_multi30k("train")[:1500]
 VAL = load_multi30k("val")[:60]
 CONFIG = get_config("tiny", vocab_size=400, epochs=2, batch_tokens=1024, max_length=32)
-
-
-class CrashAtEpoch(keras.callbacks.Callback):
-    def __init__(self, epoch):
-        super().__init__()
-        self.epoch = epoch
-
-    def on_epoch_begin(self, epoch, logs=None):
-        if epoch == self.epoch:
-            raise RuntimeError("simulated crash")
 
 
 def test_train_writes_the_workdir_and_resumes_after_a_crash(tmp_path):

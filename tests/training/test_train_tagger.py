@@ -8,6 +8,7 @@ import keras
 import numpy as np
 import pytest
 
+from tests.harness import CrashAtEpoch
 from zoo.data import load_ud_english_ewt
 from zoo.models.tagger import get_config
 from zoo.training import train
@@ -16,16 +17,6 @@ from zoo.training.callbacks import BestCheckpoint
 TRAIN = load_ud_english_ewt("train")[:200]
 DEV = load_ud_english_ewt("dev")[:60]
 CONFIG = get_config("tiny", epochs=2)
-
-
-class CrashAtEpoch(keras.callbacks.Callback):
-    def __init__(self, epoch):
-        super().__init__()
-        self.epoch = epoch
-
-    def on_epoch_begin(self, epoch, logs=None):
-        if epoch == self.epoch:
-            raise RuntimeError("simulated crash")
 
 
 def _run(workdir, config=CONFIG, **kwargs):

@@ -121,7 +121,7 @@ class GuidedAttention(keras.layers.Layer):
 
     def build(self, *shapes, **kwargs):
         self.step = self.add_weight(
-            shape=(), initializer="zeros", dtype="float32", trainable=False,
+            shape=(), initializer="zeros", dtype="float32", trainable=False, autocast=False,
             aggregation="only_first_replica", name="step",
         )  # fmt: skip
         self.built = True

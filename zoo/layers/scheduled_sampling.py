@@ -10,6 +10,35 @@ SCHEDULES = ("linear", "exponential", "inverse_sigmoid")
 # 0.7 (inverse sigmoid) and 0.4 (linear, with c = 1e-4) after 6,000 steps, the length of the
 # small translator's 40 epochs.
 DEFAULT_K = {"linear": 1.0, "exponential": 0.9999, "inverse_sigmoid": 1000.0}
+_ARGUMENTS = {"schedule": "schedule", "k": "k", "c": "c", "minimum": "minimum"}
+
+
+def check_schedule(schedule, k=None, c=1e-4, minimum=0.0, names=None):
+    """Refuse a schedule that is not one of :data:`SCHEDULES`, or parameters it cannot take.
+
+    Args:
+        schedule, k, c, minimum: as :func:`gold_probability` takes them.
+        names: the name of each argument in the error messages (a config names them by its
+            own fields): a dict with the keys ``"schedule"``, ``"k"``, ``"c"``, ``"minimum"``.
+
+    Raises:
+        ValueError: naming the argument and the values it may take.
+    """
+    names = {**_ARGUMENTS, **(names or {})}
+    if schedule not in SCHEDULES:
+        raise ValueError(f"Unknown {names['schedule']} {schedule!r}; expected one of {SCHEDULES}.")
+    bounds = {  # what k may be: a decay from (about) 1
+        "linear": (lambda k: k >= 0, ">= 0"),
+        "exponential": (lambda k: 0 < k <= 1, "in (0, 1]"),
+        "inverse_sigmoid": (lambda k: k >= 1, ">= 1"),
+    }
+    valid, allowed = bounds[schedule]
+    if k is not None and not (isinstance(k, (int, float)) and valid(k)):
+        raise ValueError(f"{names['k']} must be {allowed} for the {schedule} schedule, got {k!r}.")
+    if not (isinstance(c, (int, float)) and c >= 0):
+        raise ValueError(f"{names['c']} (the linear slope) must be >= 0, got {c!r}.")
+    if not (isinstance(minimum, (int, float)) and 0.0 <= minimum <= 1.0):
+        raise ValueError(f"{names['minimum']} must be a probability in [0, 1], got {minimum!r}.")
 
 
 def gold_probability(schedule, step, k=None, c=1e-4, minimum=0.0):
@@ -19,13 +48,13 @@ def gold_probability(schedule, step, k=None, c=1e-4, minimum=0.0):
         schedule: ``"linear"``: ``max(minimum, k - c * step)``; ``"exponential"``:
             ``k ** step`` (``k < 1``); ``"inverse_sigmoid"``: ``k / (k + exp(step / k))``
             (``k >= 1``).
-        step: the training step, a number or a float tensor.
+        step: the training step, a number or a tensor (computed in float32).
         k: the schedule's ``k``; None takes :data:`DEFAULT_K`.
         c: the slope of the linear schedule.
         minimum: a floor under every schedule.
 
     Returns:
-        The probability, a float (or a tensor, for a tensor ``step``).
+        The probability, a float (or a float32 tensor, for a tensor ``step``).
 
     Example:
         >>> round(gold_probability("linear", 2000, c=1e-4), 6)
@@ -34,6 +63,8 @@ def gold_probability(schedule, step, k=None, c=1e-4, minimum=0.0):
         0.999001
     """
     k = DEFAULT_K[schedule] if k is None else k
+    if ops.is_tensor(step):
+        step = ops.cast(step, "float32")
     if schedule == "linear":
         value = k - c * step
     elif schedule == "exponential":
@@ -51,13 +82,18 @@ class ScheduledSampling(keras.layers.Layer):
     Duckworth et al. 2019): a first decoder pass reads the gold input and predicts; this layer
     gives the second pass, at each position, the gold token with the probability of the
     schedule (:func:`gold_probability`) and otherwise the first pass's prediction of that
-    token, made at the position before (argmax; no gradient flows through the choice). Position
-    0 (BOS) and the padding stay as they are. At inference the gold input passes through.
+    token, made at the position before: the argmax, never the padding id (which would mask a
+    real position). Position 0 (BOS) and the padding stay as they are. No gradient flows
+    through the predictions (an argmax has none): the first pass costs a forward pass only, as
+    Mihaylova & Martins found enough. At inference the gold input passes through.
 
-    The training step is the layer's own non-trainable counter, advanced by every training
+    The training step is the layer's own non-trainable float32 counter (never autocast, so
+    that the schedule reads it exactly under ``mixed_bfloat16``), advanced by every training
     call: it is saved with the weights, so a resumed run goes on with the schedule where it
-    stopped, and under ``tf.distribute`` only the first replica's update counts (every replica
-    advances it by one per step, which must count once).
+    stopped. Under ``tf.distribute`` every replica runs the call once per step and adds 1;
+    with ``aggregation="only_first_replica"`` (as the optimizer's ``iterations``) the first
+    replica's update is the one written to every copy, so the counter counts steps, not
+    replicas ("sum" would count each step once per replica).
 
     Args:
         schedule: one of :data:`SCHEDULES`.
@@ -68,7 +104,7 @@ class ScheduledSampling(keras.layers.Layer):
         target_in: ``(B, T)`` int ids, the gold decoder input (BOS first, 0 is padding).
         logits: ``(B, T, V)``, the first pass's logits: position ``t`` predicts the token at
             ``t + 1``.
-        training: mix only when True.
+        training: mix (and count a step) only when True.
 
     Returns:
         ``(B, T)`` int ids, the second pass's input.
@@ -84,15 +120,13 @@ class ScheduledSampling(keras.layers.Layer):
 
     References:
         Bengio et al. 2015, "Scheduled Sampling for Sequence Prediction with Recurrent Neural
-        Networks"; Mihaylova & Martins 2019, "Scheduled Sampling for Transformers".
+        Networks"; Mihaylova & Martins 2019, "Scheduled Sampling for Transformers"; Duckworth
+        et al. 2019, "Parallel Scheduled Sampling".
     """
 
     def __init__(self, schedule, k=None, c=1e-4, minimum=0.0, seed=None, **kwargs):
         super().__init__(**kwargs)
-        if schedule not in SCHEDULES:
-            raise ValueError(f"Unknown schedule {schedule!r}; expected one of {SCHEDULES}.")
-        if not 0.0 <= minimum <= 1.0:
-            raise ValueError(f"minimum must be a probability, got {minimum!r}.")
+        check_schedule(schedule, k, c, minimum)
         self.schedule = schedule
         self.k = k
         self.c = c
@@ -103,7 +137,7 @@ class ScheduledSampling(keras.layers.Layer):
     def build(self, target_in_shape, logits_shape=None):
         # float32: exact to 2**24 steps, and averaging checkpoints (zoo average) keeps it a number.
         self.step = self.add_weight(
-            shape=(), initializer="zeros", dtype="float32", trainable=False,
+            shape=(), initializer="zeros", dtype="float32", trainable=False, autocast=False,
             aggregation="only_first_replica", name="step",
         )  # fmt: skip
         self.built = True
@@ -117,7 +151,9 @@ class ScheduledSampling(keras.layers.Layer):
     def call(self, target_in, logits, training=None):
         if not training:
             return target_in
-        predicted = ops.cast(ops.argmax(ops.stop_gradient(logits), axis=-1), target_in.dtype)
+        logits = ops.stop_gradient(logits)
+        predicted = ops.argmax(logits[..., 1:], axis=-1) + 1  # (B, T), never 0
+        predicted = ops.cast(predicted, target_in.dtype)
         shifted = ops.concatenate([target_in[:, :1], predicted[:, :-1]], axis=1)  # (B, T)
         coin = keras.random.uniform(ops.shape(target_in), seed=self.seed_generator)  # (B, T)
         keep = (coin < self.gold_probability()) | ops.equal(target_in, 0)

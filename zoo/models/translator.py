@@ -22,7 +22,7 @@ from zoo.layers import (
     TransformerEncoderBlock,
 )
 from zoo.layers.attention.scaled_dot_product import SCORE_FUNCTIONS
-from zoo.layers.scheduled_sampling import SCHEDULES
+from zoo.layers.scheduled_sampling import SCHEDULES, check_schedule
 from zoo.models.presets import from_presets
 
 
@@ -58,9 +58,13 @@ class TranslatorConfig:
             two-pass scheduled sampling (:class:`~zoo.layers.ScheduledSampling`):
             ``"linear"``, ``"exponential"`` or ``"inverse_sigmoid"``. The model then runs its
             decoder twice in training, the second time over gold tokens mixed with the first
-            pass's predictions; at inference it is the plain translator.
+            pass's argmax predictions (no gradient through the first pass), and counts its
+            training steps in a saved weight (a resumed run goes on with the schedule). At
+            inference its outputs are the plain translator's, and decoding never runs the
+            first pass. The NAT refuses it.
         scheduled_sampling_k, scheduled_sampling_c, scheduled_sampling_min: the schedule's
-            ``k`` (None: the schedule's default), the linear slope ``c`` and the floor
+            ``k`` (None: the schedule's default; exponential ``0 < k <= 1``, inverse sigmoid
+            ``k >= 1``), the linear slope ``c`` and the floor under every schedule
             (:func:`zoo.layers.scheduled_sampling.gold_probability`).
         guided_attention_weight: above 0, the weight of an auxiliary loss that pulls every
             decoder block's cross attention toward the diagonal (Tachibana et al. 2017;
@@ -140,6 +144,20 @@ class TranslatorConfig:
                 f"Unknown scheduled_sampling {self.scheduled_sampling!r}; expected one of "
                 f"{('none',) + SCHEDULES}."
             )
+        if self.scheduled_sampling != "none":
+            check_schedule(
+                self.scheduled_sampling, self.scheduled_sampling_k, self.scheduled_sampling_c,
+                self.scheduled_sampling_min, names=_SCHEDULE_FIELDS,
+            )  # fmt: skip
+
+
+# What the schedule's checks call its arguments: the config's fields.
+_SCHEDULE_FIELDS = {
+    "schedule": "scheduled_sampling",
+    "k": "scheduled_sampling_k",
+    "c": "scheduled_sampling_c",
+    "minimum": "scheduled_sampling_min",
+}
 
 
 def _check_cross_attention_layers(config):
