@@ -96,6 +96,44 @@ def replace_section(title, path):
         f.write(text + "\n\n" if text else "")
 
 
+def publish_table(title, command, header, rows, notes=()):
+    """Replace the ``## {title}`` section of benchmarks/RESULTS.md with this table."""
+    replace_section(title, RESULTS)
+    append_results(title, command, markdown_table(header, rows), notes)
+
+
+def slug(name):
+    """A folder name for a row name."""
+    return "".join(c if c.isalnum() else "-" for c in name).strip("-").replace("--", "-")
+
+
+def run_sweep(rows, root, result_file, run_row, publish=None, only=None):
+    """Train and score each named row of ``rows`` (name -> config overrides) in its own workdir
+    ``root/<slug>``: ``run_row(name, overrides, workdir)`` returns the row's result dict, kept in
+    ``result_file`` there, so a stopped sweep resumes and redoes no finished row. After every
+    row, ``publish`` gets the results of all finished rows, in the order of ``rows``."""
+    import json
+
+    def result_path(name):
+        return os.path.join(root, slug(name), result_file)
+
+    for name in only or rows:
+        print(f"== {name}", flush=True)
+        path = result_path(name)
+        if not os.path.exists(path):
+            result = run_row(name, rows[name], os.path.dirname(path))
+            with open(path, "w") as f:
+                json.dump(result, f, indent=2)
+        with open(path) as f:
+            print(f.read(), flush=True)
+        if publish:
+            results = []
+            for finished in filter(os.path.exists, map(result_path, rows)):
+                with open(finished) as f:
+                    results.append(json.load(f))
+            publish(results)
+
+
 def markdown_table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
@@ -104,3 +142,27 @@ def markdown_table(header, rows):
 
 def random_tokens(rng, batch, length, vocab):
     return rng.integers(1, vocab, size=(batch, length)).astype(np.int32)
+
+
+def train_clocked(task, config, workdir, clock_file="train_seconds.json", **train_kwargs):
+    """``zoo.training.train`` (XLA on, no per-epoch BLEU) that keeps the wall-clock seconds it
+    has spent, over every resumed run, in ``workdir/clock_file``; returns the total."""
+    import json
+
+    from zoo.training import train
+
+    clock_path = os.path.join(workdir, clock_file)
+    seconds = 0.0
+    if os.path.exists(clock_path):
+        with open(clock_path) as f:
+            seconds = json.load(f)["seconds"]
+    start = time.monotonic()
+    try:
+        train(task, config, workdir, **{"jit_compile": True, "bleu_sample_size": 0,
+                                        "verbose": 2, **train_kwargs})
+    finally:  # a stopped run keeps the time it has spent
+        os.makedirs(workdir, exist_ok=True)
+        seconds += time.monotonic() - start
+        with open(clock_path, "w") as f:
+            json.dump({"seconds": seconds}, f)
+    return seconds

@@ -17,10 +17,8 @@ Usage::
 """
 
 import argparse
-import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -28,7 +26,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import common  # noqa: E402  (benchmarks/common.py)
 from zoo.evaluation.translation import evaluate_translator  # noqa: E402
 from zoo.tasks import get_task, load  # noqa: E402
-from zoo.training import train  # noqa: E402
 from zoo.training.average import average_checkpoints  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -52,39 +49,16 @@ ROWS = {
 }
 
 
-def _slug(name):
-    return "".join(c if c.isalnum() else "-" for c in name).strip("-").replace("--", "-")
-
-
-def run_row(name, overrides, epochs):
+def run_row(name, overrides, workdir, epochs):
     """Train (or resume) one row and score it on val; return its result dict."""
     task = get_task("translator")
-    workdir = os.path.join(SWEEP_DIR, _slug(name))
-    result_path = os.path.join(workdir, "sweep_result.json")
-    if os.path.exists(result_path):
-        with open(result_path) as f:
-            return json.load(f)
     config = task.get_config("small", epochs=epochs, **overrides)
-    clock_path = os.path.join(workdir, "sweep_seconds.json")
-    seconds = 0.0
-    if os.path.exists(clock_path):
-        with open(clock_path) as f:
-            seconds = json.load(f)["seconds"]
-    start = time.monotonic()
-    try:
-        train(task, config, workdir, jit_compile=True, bleu_sample_size=0, verbose=2)
-    finally:  # a stopped run keeps the time it has spent
-        os.makedirs(workdir, exist_ok=True)
-        with open(clock_path, "w") as f:
-            json.dump({"seconds": seconds + time.monotonic() - start}, f)
-    with open(clock_path) as f:
-        seconds = json.load(f)["seconds"]
-
+    seconds = common.train_clocked(task, config, workdir, clock_file="sweep_seconds.json")
     _, model, tokenizer = load(workdir)
     last = evaluate_translator(model, tokenizer, "val", os.path.join(workdir, "eval-last"))
     averaged, _ = average_checkpoints(workdir, AVERAGE_LAST)
     mean = evaluate_translator(averaged, tokenizer, "val", os.path.join(workdir, "eval-avg"))
-    result = {
+    return {
         "name": name,
         "overrides": overrides,
         "epochs": epochs,
@@ -93,31 +67,24 @@ def run_row(name, overrides, epochs):
         "val_bleu_avg": round(mean["bleu_lowercase"], 2),
         "val_bleu_avg_cased": round(mean["bleu"], 2),
     }
-    with open(result_path, "w") as f:
-        json.dump(result, f, indent=2)
-    return result
 
 
-def write_table(results, epochs):
+def publish(results, epochs):
     rows = [
         [r["name"], r["epochs"], r["minutes"], r["val_bleu_last"], r["val_bleu_avg"],
          r["val_bleu_avg_cased"]]
         for r in results
     ]
-    table = common.markdown_table(
-        ["settings (on `small`)", "epochs", "train minutes", "val BLEU, last epoch",
-         f"val BLEU, last {AVERAGE_LAST} averaged", "same, cased"],
-        rows,
-    )
+    header = ["settings (on `small`)", "epochs", "train minutes", "val BLEU, last epoch",
+              f"val BLEU, last {AVERAGE_LAST} averaged", "same, cased"]
     notes = [
         "sacreBLEU 13a lowercased on Multi30k val (1,014 pairs), beam 5, alpha 0.6; the last "
         "column is cased; test2016 is not read",
         "XLA on; train minutes are wall-clock on this machine, shared with other work "
         "when it was",
     ]
-    common.replace_section(TITLE, common.RESULTS)
-    common.append_results(TITLE, f"python benchmarks/translator_sweep.py --epochs {epochs}",
-                          table, notes)
+    command = f"python benchmarks/translator_sweep.py --epochs {epochs}"
+    common.publish_table(TITLE, command, header, rows, notes)
 
 
 def main(argv=None):
@@ -130,21 +97,11 @@ def main(argv=None):
         for name, overrides in ROWS.items():
             print(f"{name}: {overrides}")
         return
-    for name in args.only or ROWS:
-        print(f"== {name}", flush=True)
-        print(json.dumps(run_row(name, ROWS[name], args.epochs)), flush=True)
-        write_table(_finished_rows(), args.epochs)
-
-
-def _finished_rows():
-    """The results of every row that has finished, in the order of ROWS."""
-    results = []
-    for name in ROWS:
-        path = os.path.join(SWEEP_DIR, _slug(name), "sweep_result.json")
-        if os.path.exists(path):
-            with open(path) as f:
-                results.append(json.load(f))
-    return results
+    common.run_sweep(
+        ROWS, SWEEP_DIR, "sweep_result.json",
+        lambda name, overrides, workdir: run_row(name, overrides, workdir, args.epochs),
+        publish=lambda results: publish(results, args.epochs), only=args.only,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":
