@@ -43,7 +43,7 @@ def assert_steps_equal_the_full_model(model):
     target_in = teacher_forced_input()
     expected = np.asarray(full_logits(model, SOURCES, target_in))  # (B, T, V)
     memory, padding = encode(model, SOURCES)
-    caches = init_caches(model, memory, padding, max_length=8)
+    caches = init_caches(model, memory, padding, max_length=8, source_ids=SOURCES)
     for t in range(target_in.shape[1]):
         logits, caches = step(model, target_in[:, t : t + 1], caches, t)
         np.testing.assert_allclose(np.asarray(logits), expected[:, t], atol=1e-4, rtol=1e-4)
