@@ -13,6 +13,8 @@ B, T, S, D, V = 2, 3, 5, 8, 12
 RNG = np.random.default_rng(0)
 # Repeated ids (7 twice in the first source, 4 three times in the second) and padding.
 SOURCE_IDS = np.array([[7, 5, 7, 3, 0], [4, 9, 4, 4, 3]], "int32")
+# Unknown tokens (id 1), for the extended ids.
+UNKNOWN_SOURCE_IDS = np.array([[7, 1, 5, 1, 0], [1, 9, 4, 4, 3]], "int32")
 INPUTS = {
     "logits": RNG.normal(size=(B, T, V)).astype("float32") * 2,
     "decoder_state": RNG.normal(size=(B, T, D)).astype("float32"),
@@ -106,8 +108,7 @@ def test_cached_keys_give_the_same_output():
 def test_extended_ids_copy_unknown_source_tokens():
     """Unknown source tokens (id 1) are copied as V + their position, and read back as the
     source's own tokens."""
-    source_ids = np.array([[7, 1, 5, 1, 0], [1, 9, 4, 4, 3]], "int32")
-    inputs = {**INPUTS, "source_ids": source_ids}
+    inputs = {**INPUTS, "source_ids": UNKNOWN_SOURCE_IDS}
     layer = with_gate(-60.0, extended=True)
     log_p, _, weights = call(layer, inputs)
     assert log_p.shape == (B, T, V + S)
@@ -130,11 +131,10 @@ def test_extended_ids_copy_unknown_source_tokens():
 
 
 def test_extended_layer_contract():
-    source_ids = np.array([[7, 1, 5, 1, 0], [1, 9, 4, 4, 3]], "int32")
     run_layer_test(
         PointerGenerator,
         {"extended": True, "unk_id": 1},
-        {**INPUTS, "source_ids": source_ids},
+        {**INPUTS, "source_ids": UNKNOWN_SOURCE_IDS},
         expected_output_shape=(B, T, V + S),
     )
 
