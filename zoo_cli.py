@@ -114,6 +114,8 @@ GUIDED_ATTENTION = flag("--guided-attention", dest="guided_attention_weight", ty
                         metavar="WEIGHT",
                         help="the weight of the loss that pulls cross attention toward the "
                         "diagonal (default 0: off)")
+COPY_MECHANISM = flag("--copy-mechanism", action="store_true",
+                      help="a pointer-generator that copies source pieces into the output")
 # Absolute, so that the workdir's config names the same folder from any current directory.
 DATA = flag("--data", dest="data_dir", type=os.path.abspath,
             help="a folder of `zoo distill`: train on its pairs instead of Multi30k's train split")
@@ -127,7 +129,7 @@ TASKS = {
         "train": (
             EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE,
             CROSS_ATTENTION_SCORE, CROSS_ATTENTION_LAYERS, SCHEDULED_SAMPLING,
-            SCHEDULED_SAMPLING_K, GUIDED_ATTENTION,
+            SCHEDULED_SAMPLING_K, GUIDED_ATTENTION, COPY_MECHANISM,
         ),
         "evaluate": (
             flag("--method", choices=("beam", "greedy"), help="search (default beam)"),

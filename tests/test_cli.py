@@ -202,6 +202,9 @@ def test_the_tables_of_the_command_line_match_the_tasks():
     assert zoo_cli.SCHEDULED_SAMPLING[1]["choices"] == ("none",) + SCHEDULES
     translator_flags = {names[0] for names, _ in zoo_cli.TASKS["translator"]["train"]}
     assert {"--scheduled-sampling", "--scheduled-sampling-k"} <= translator_flags
+    argv = ["train", "translator", "--workdir", "w", "--copy-mechanism"]
+    assert zoo_cli.build_parser().parse_args(argv).copy_mechanism is True
+    assert not hasattr(zoo_cli.build_parser().parse_args(argv[:-1]), "copy_mechanism")
     assert zoo_cli.STRATEGIES == STRATEGIES
 
 

@@ -20,6 +20,7 @@ SWITCHES = {
     "cross_attention_score": "additive",
     "cross_attention_layers": "mix",
     "scheduled_sampling": "linear",  # inference is the plain translator: the step function
+    "copy_mechanism": True,
 }
 
 

@@ -26,6 +26,7 @@ from tests.layers import test_aft_attention as aft
 from tests.layers import test_clustered_attention as clustered
 from tests.layers import test_global_attention as global_attention
 from tests.layers import test_local_attention as local
+from tests.layers import test_pointer_generator as pointer_generator
 from tests.layers import test_sinkhorn_attention as sinkhorn
 from tests.layers import test_strided_attention as strided
 from tests.layers import test_synthesizer_attention as synthesizer
@@ -36,6 +37,7 @@ from zoo.layers import (
     CRFAccuracy,
     CRFLoss,
     LearnedPositionEmbedding,
+    PointerGenerator,
     RelativePositionAttention,
     RotaryAttention,
     RotaryEmbedding,
@@ -137,6 +139,41 @@ def _aft():
     import jax
 
     aft.assert_equals_the_paper_formula(causal=True, compile_fn=jax.jit)
+
+
+def _pointer_generator():
+    """The copy mixture under jax.jit equals its definition (repeated ids summed, extended ids
+    for unknown tokens), and a model over it trains."""
+    for extended in (False, True):
+        inputs = dict(pointer_generator.INPUTS)
+        if extended:
+            inputs["source_ids"] = pointer_generator.UNKNOWN_SOURCE_IDS
+        layer = PointerGenerator(extended=extended)
+        log_p, p_gen, weights = (
+            np.asarray(x)
+            for x in jit_call(layer, *inputs.values(), return_copy_scores=True)
+        )
+        np.testing.assert_allclose(
+            weights, pointer_generator.reference_copy_weights(layer, inputs), atol=1e-5
+        )
+        logits, ids = inputs["logits"], inputs["source_ids"]
+        vocab = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+        copy = np.zeros(log_p.shape)
+        for b, s in itertools.product(range(ids.shape[0]), range(ids.shape[1])):
+            at_unk = extended and ids[b, s] == 1
+            copy[b, :, logits.shape[-1] + s if at_unk else ids[b, s]] += weights[b, :, s]
+        vocab = np.pad(vocab, ((0, 0), (0, 0), (0, log_p.shape[-1] - logits.shape[-1])))
+        np.testing.assert_allclose(np.exp(log_p), p_gen * vocab + (1 - p_gen) * copy, atol=1e-5)
+
+    symbolic = [keras.Input(x.shape[1:], dtype=str(x.dtype)) for x in inputs.values()]
+    model = keras.Model(symbolic, PointerGenerator()(*symbolic))
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
+    before = [np.array(w.value) for w in model.trainable_weights]
+    labels = np.zeros(inputs["logits"].shape, "float32")
+    loss = model.fit(list(inputs.values()), labels, epochs=1, verbose=0).history["loss"][0]
+    assert np.isfinite(loss), loss
+    assert all(not np.array_equal(b, np.asarray(w.value))
+               for b, w in zip(before, model.trainable_weights))  # fmt: skip
 
 
 # ---------------------------------------------------------------- position, CRF, blocks
@@ -379,6 +416,7 @@ PARTS = {
     "synthesizer": _synthesizer,
     "linear-performer-linformer": _linear_performer_linformer,
     "aft": _aft,
+    "pointer_generator": _pointer_generator,
     "position": _position,
     "crf": _crf,
     "blocks": _blocks,

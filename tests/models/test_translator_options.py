@@ -23,6 +23,7 @@ OPTIONS = {
     "additive score": {"cross_attention_score": "additive"},
     "mix of encoder layers": {"cross_attention_layers": "mix"},
     "chosen encoder layers": {"cross_attention_layers": (0, 1)},
+    "copy mechanism": {"copy_mechanism": True},
 }
 
 
@@ -43,7 +44,7 @@ def assert_steps_equal_the_full_model(model):
     target_in = teacher_forced_input()
     expected = np.asarray(full_logits(model, SOURCES, target_in))  # (B, T, V)
     memory, padding = encode(model, SOURCES)
-    caches = init_caches(model, memory, padding, max_length=8)
+    caches = init_caches(model, memory, padding, max_length=8, source_ids=SOURCES)
     for t in range(target_in.shape[1]):
         logits, caches = step(model, target_in[:, t : t + 1], caches, t)
         np.testing.assert_allclose(np.asarray(logits), expected[:, t], atol=1e-4, rtol=1e-4)
@@ -288,3 +289,28 @@ def test_bad_guided_attention_settings_are_refused(field, value):
 def test_bad_schedule_parameters_are_refused_by_field(overrides, match):
     with pytest.raises(ValueError, match=match):
         translator_config("tiny", scheduled_sampling="exponential", **overrides)
+
+
+def test_the_copy_mechanism_outputs_log_probabilities_and_is_off_by_default():
+    plain = tiny_translator()
+    assert "pointer_generator" not in [layer.name for layer in plain.layers]
+    model = tiny_translator(copy_mechanism=True)
+    outputs = np.asarray(model({"source": SOURCES, "target_in": teacher_forced_input()}))
+    np.testing.assert_allclose(np.exp(outputs).sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(keras.ops.log_softmax(outputs)), outputs, atol=1e-5)
+
+
+def test_the_copy_mechanism_needs_the_source_in_the_caches():
+    model = tiny_translator(copy_mechanism=True)
+    memory, padding = encode(model, SOURCES)
+    with pytest.raises(ValueError, match="init_caches needs the source_ids"):
+        init_caches(model, memory, padding, max_length=8)
+
+
+def test_bad_copy_mechanism_values_are_refused():
+    from zoo.models import nat_config
+
+    with pytest.raises(ValueError, match="copy_mechanism must be True or False"):
+        translator_config("tiny", copy_mechanism="yes")
+    with pytest.raises(ValueError, match="the NAT has none: copy_mechanism must be False"):
+        nat_config("tiny", copy_mechanism=True)

@@ -9,6 +9,7 @@ from zoo.layers.crf import *  # noqa: F401,F403
 from zoo.layers.character_embedding import CharacterEmbedding
 from zoo.layers.guided_attention import GuidedAttention
 from zoo.layers.layer_mix import LayerMix
+from zoo.layers.pointer_generator import PointerGenerator
 from zoo.layers.length_predictor import LengthPredictor
 from zoo.layers.scheduled_sampling import ScheduledSampling
 from zoo.layers.uniform_copy import UniformCopy

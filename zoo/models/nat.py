@@ -95,6 +95,12 @@ class NATConfig(TranslatorConfig):
                 f"input; the NAT has none: scheduled_sampling must be 'none', got "
                 f"{self.scheduled_sampling!r}."
             )
+        if self.copy_mechanism:
+            raise ValueError(
+                "The copy mechanism of the translator mixes copies into a left-to-right "
+                "decoder's output, through its step function; the NAT has none: "
+                "copy_mechanism must be False."
+            )
         if self.cross_attention_layers != "last":
             # The length predictor and the decoder read one encoder output.
             raise ValueError(

@@ -16,6 +16,7 @@ from keras import ops
 from zoo.layers import (
     GuidedAttention,
     LayerMix,
+    PointerGenerator,
     ScheduledSampling,
     TokenAndPositionEmbedding,
     TransformerDecoderBlock,
@@ -52,6 +53,13 @@ class TranslatorConfig:
             2018; :class:`~zoo.layers.LayerMix`). A tuple of one index per decoder block: the
             output it reads, 0 the embeddings and ``encoder_layers`` the last block. In pre-LN
             models the encoder's final norm normalizes what each block reads.
+        copy_mechanism: a pointer-generator on the output (See et al. 2017;
+            :class:`~zoo.layers.PointerGenerator`): a one-head copy attention over the
+            encoder output (the last decoder block's, when the blocks read chosen layers)
+            and a learned generation probability mix the vocabulary distribution with copies
+            of source tokens. The model's outputs are then log-probabilities, which the loss
+            and the searches read as logits. Copying is piece by piece (byte pieces, with the
+            byte fallback).
 
     Training:
         scheduled_sampling: ``"none"``, or the decay of the gold-token probability of
@@ -119,6 +127,7 @@ class TranslatorConfig:
     guided_attention_weight: float = 0.0
     guided_attention_decay: float = 1.0
     guided_attention_sigma: float = 0.2
+    copy_mechanism: bool = False
 
     def __post_init__(self):
         if self.cross_attention_score not in SCORE_FUNCTIONS:
@@ -138,6 +147,10 @@ class TranslatorConfig:
                 "guided_attention_weight must be >= 0, guided_attention_decay in (0, 1] and "
                 f"guided_attention_sigma > 0; got {self.guided_attention_weight!r}, "
                 f"{self.guided_attention_decay!r}, {self.guided_attention_sigma!r}."
+            )
+        if not isinstance(self.copy_mechanism, bool):
+            raise ValueError(
+                f"copy_mechanism must be True or False, got {self.copy_mechanism!r}."
             )
         if self.scheduled_sampling not in ("none",) + SCHEDULES:
             raise ValueError(
@@ -259,6 +272,8 @@ class TranslatorLayers:
         num_caches: the number of KV caches of a search: two per decoder block.
         encoder_outputs: one :class:`~zoo.layers.LayerMix` per decoder block, choosing the
             encoder output it reads; empty when every block reads the last layer.
+        pointer_generator: the :class:`~zoo.layers.PointerGenerator` on the output, or None
+            (no copy mechanism).
     """
 
     source_embedding: keras.layers.Layer
@@ -269,6 +284,7 @@ class TranslatorLayers:
     decoder_norm: keras.layers.Layer = None
     output_projection: keras.layers.Layer = None
     encoder_outputs: tuple = ()
+    pointer_generator: keras.layers.Layer = None
 
     @property
     def vocab_size(self):
@@ -359,6 +375,12 @@ class _NewLayers:
         return self._final_norm("decoder_norm")
 
     @functools.cached_property
+    def pointer_generator(self):
+        if not self.config.copy_mechanism:
+            return None
+        return PointerGenerator(name="pointer_generator")
+
+    @functools.cached_property
     def output_projection(self):
         if self.config.share_embeddings:
             return None  # tied to the target embedding
@@ -421,6 +443,7 @@ def translator_layers(model):
         decoder_norm=layers.get("decoder_norm"),
         output_projection=output_projection,
         encoder_outputs=numbered("encoder_output_"),
+        pointer_generator=layers.get("pointer_generator"),
     )
 
 
@@ -460,6 +483,7 @@ def _decoder_stack(
     return_cross_attention=False,
     use_causal_mask=True,
     token_embeddings=None,
+    copy_source=None,
     training=None,
 ):
     """Embed and decode the target, then project: ``(B, T)`` ids -> logits ``(B, T, V)``.
@@ -472,6 +496,11 @@ def _decoder_stack(
     which may also give ``token_embeddings`` ``(B, T, D)`` to stand for the target's token
     embeddings (the ids then give only the length and the padding).
 
+    With a copy mechanism (``layers.pointer_generator``) ``copy_source`` gives what it copies
+    from, the arguments of :class:`~zoo.layers.PointerGenerator` after the decoder's own:
+    ``memory`` and ``source_ids`` (and ``memory_keys``, cached once per source); the logits
+    are then its log-probabilities.
+
     Returns:
         ``(logits, caches, cross_weights)``: the logits ``(B, T, V)``; the blocks' updated
         cache pairs (empty without ``caches``); their cross-attention weights ``(B, N, T, S)``
@@ -480,6 +509,7 @@ def _decoder_stack(
     # Only when given: the saved configs of token-reading models stay as they were.
     given = {} if token_embeddings is None else {"token_embeddings": token_embeddings}
     y = layers.target_embedding(target_ids, start_index=index, training=training, **given)
+    decoder_input = y  # (B, T, D)
     new_caches, cross_weights = [], []
     for i, block in enumerate(layers.decoder_blocks):
         cache = {}
@@ -508,7 +538,19 @@ def _decoder_stack(
         logits = layers.target_embedding(y, reverse=True)  # (B, T, V), the tied projection
     else:
         logits = layers.output_projection(y)  # (B, T, V)
+    if layers.pointer_generator is not None:
+        if copy_source is None:
+            raise ValueError("A translator with a copy mechanism needs the source to copy from.")
+        logits = layers.pointer_generator(logits, y, decoder_input, **copy_source)  # (B, T, V)
     return logits, tuple(new_caches), cross_weights
+
+
+def _copy_source(copying, memory, source_ids):
+    """What the copy mechanism copies from (None without one): the source ids and the memory
+    of the last decoder block."""
+    if not copying:
+        return None
+    return {"memory": _block_memory(memory, -1), "source_ids": source_ids}
 
 
 def build_translator(config):
@@ -517,15 +559,15 @@ def build_translator(config):
     Layer names are stable, so decoding and export find the parts by name
     (:func:`translator_layers`): ``source_embedding``/``target_embedding`` (one shared
     ``embedding`` when ``share_embeddings``), ``encoder_block_{i}``, ``encoder_norm``,
-    ``decoder_block_{i}``, ``decoder_norm`` and ``output_projection`` (absent when the
-    embedding is tied).
+    ``decoder_block_{i}``, ``decoder_norm``, ``output_projection`` (absent when the
+    embedding is tied) and ``pointer_generator`` (with ``copy_mechanism`` only).
 
     Args:
         config: a :class:`TranslatorConfig`.
 
     Returns:
         A ``keras.Model`` mapping ``{"source": (B, S), "target_in": (B, T)}`` int32 ids (0 is
-        padding) to logits ``(B, T, vocab_size)``.
+        padding) to logits ``(B, T, vocab_size)`` (log-probabilities with ``copy_mechanism``).
 
     Example:
         >>> model = build_translator(get_config("tiny"))
@@ -540,8 +582,9 @@ def build_translator(config):
     layers = _NewLayers(config)
     memory = _encoder_stack(layers, source)  # (B, S, D) or one per block, with the padding mask
     decoder_input = target_in
+    copy = _copy_source(config.copy_mechanism, memory, source)
     if config.scheduled_sampling != "none":
-        first, _, _ = _decoder_stack(layers, target_in, memory)  # (B, T, V), gold input
+        first, _, _ = _decoder_stack(layers, target_in, memory, copy_source=copy)  # (B, T, V)
         mix = ScheduledSampling(
             config.scheduled_sampling,
             k=config.scheduled_sampling_k,
@@ -552,7 +595,7 @@ def build_translator(config):
         decoder_input = mix(target_in, first)  # (B, T): the gold input at inference
     guided = config.guided_attention_weight > 0
     logits, _, cross = _decoder_stack(
-        layers, decoder_input, memory, return_cross_attention=guided
+        layers, decoder_input, memory, return_cross_attention=guided, copy_source=copy
     )  # (B, T, V), one (B, N, T, S) per block
     if guided:
         guide = GuidedAttention(
@@ -585,7 +628,9 @@ def encode(model, source_ids):
     return memory, source_padding
 
 
-def init_caches(model, memory, source_padding, max_length, monotonic=False):
+def init_caches(
+    model, memory, source_padding, max_length, monotonic=False, source_ids=None
+):
     """The caches of a search of ``max_length`` steps over ``memory``.
 
     Args:
@@ -596,15 +641,20 @@ def init_caches(model, memory, source_padding, max_length, monotonic=False):
             at most the model's target positions.
         monotonic: add the ``"attention_position"`` that :func:`step`'s
             ``monotonic_window`` moves forward, ``(B,)`` int32 zeros.
+        source_ids: ``(B, S)`` int ids of the source; needed by a model with a copy
+            mechanism, which copies from them.
 
     Returns:
         A dict of batch-major tensors: ``"blocks"``, one ``(self, cross)`` pair per decoder
         block, its empty self-attention cache ``(B, 2, max_length, N, H)`` and its
-        cross-attention cache ``(B, 2, S, N, H)`` computed here once from ``memory``; and
-        ``"source_padding"``.
+        cross-attention cache ``(B, 2, S, N, H)`` computed here once from ``memory``;
+        ``"source_padding"``; and with a copy mechanism ``"copy_source"``, the
+        :class:`~zoo.layers.PointerGenerator`'s ``memory`` ``(B, S, D)``, its ``memory_keys``
+        computed here once, and the ``source_ids`` ``(B, S)``.
 
     Raises:
-        ValueError: ``max_length`` is not a positive int, or more than the target positions.
+        ValueError: ``max_length`` is not a positive int, or more than the target positions;
+            a model with a copy mechanism without ``source_ids``.
     """
     layers = translator_layers(model)
     limit = layers.max_length
@@ -626,6 +676,15 @@ def init_caches(model, memory, source_padding, max_length, monotonic=False):
     caches = {"blocks": blocks, "source_padding": source_padding}
     if monotonic:
         caches["attention_position"] = ops.zeros((batch,), "int32")
+    if layers.pointer_generator is not None:
+        if source_ids is None:
+            raise ValueError(
+                "This translator has a copy mechanism: init_caches needs the source_ids it "
+                "copies from."
+            )
+        copy = _copy_source(True, memory, ops.cast(source_ids, "int32"))
+        copy["memory_keys"] = layers.pointer_generator.compute_cache(copy["memory"])
+        caches["copy_source"] = copy  # (B, S, D), (B, S, K), (B, S)
     return caches
 
 
@@ -647,8 +706,9 @@ def step(model, token_ids, caches, index, monotonic_window=None):
 
     Returns:
         ``(logits, caches)``: float32 logits ``(B, V)`` of the next token, and the caches with
-        this step's keys and values written at ``index`` (the cross caches and the source
-        padding are handed back as they came; the attention position moves).
+        this step's keys and values written at ``index`` (the cross caches, the source
+        padding and the copy mechanism's source are handed back as they came; the attention
+        position moves).
     """
     layers = translator_layers(model)
     if len(caches["blocks"]) != len(layers.decoder_blocks):
@@ -667,9 +727,11 @@ def step(model, token_ids, caches, index, monotonic_window=None):
         caches=caches["blocks"],
         index=index,
         return_cross_attention=monotonic_window is not None,
+        copy_source=caches.get("copy_source"),
         training=False,
     )
-    new_caches = {"blocks": blocks, "source_padding": source_padding}
+    # What the step does not change goes back as it came (beam search relies on it).
+    new_caches = {**caches, "blocks": blocks}
     if monotonic_window is not None:
         peak = ops.argmax(ops.mean(ops.cast(cross[-1][:, :, 0, :], "float32"), axis=1), axis=-1)
         new_caches["attention_position"] = ops.cast(peak, "int32")  # (B,)
@@ -713,7 +775,9 @@ def step_and_caches(model, source_ids, max_length, monotonic_window=None):
     """
     memory, source_padding = encode(model, source_ids)
     monotonic = monotonic_window is not None
-    caches = init_caches(model, memory, source_padding, max_length, monotonic=monotonic)
+    caches = init_caches(
+        model, memory, source_padding, max_length, monotonic=monotonic, source_ids=source_ids
+    )
     return functools.partial(step, model, monotonic_window=monotonic_window), caches
 
 
@@ -790,6 +854,7 @@ def cross_attention_weights(model, source_ids, target_in):
         padding_mask=layers.target_embedding.compute_mask(target_in),
         encoder_padding_mask=source_padding,
         return_cross_attention=True,
+        copy_source=_copy_source(layers.pointer_generator is not None, memory, source_ids),
         training=False,
     )
     return weights
