@@ -161,7 +161,7 @@ TASKS = {
         "splits": ("train", "val", "test2016"),
         "predict": "translate",
         "train": (
-            EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE,
+            EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE, CROSS_ATTENTION_SCORE,
             flag("--decoder-input", choices=("mask", "copy"),
                  help="mask tokens (CMLM) or a uniform copy of the source (default mask)"),
             flag("--length-mode", choices=("predict", "max"),

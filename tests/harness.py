@@ -32,12 +32,17 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _as_dict(input_data):
     if isinstance(input_data, dict):
         return dict(input_data)
+    if isinstance(input_data, list):
+        return {f"inputs_{i}": array for i, array in enumerate(input_data)}
     return {"inputs": input_data}
 
 
-def _call(layer, inputs, call_kwargs):
-    """Call `layer` with the first input positionally and the rest by name."""
+def _call(layer, inputs, call_kwargs, as_list=False):
+    """Call `layer` with the first input positionally and the rest by name, or (``as_list``)
+    with all of them as one list, its first argument."""
     names = list(inputs)
+    if as_list:
+        return layer([inputs[name] for name in names], **call_kwargs)
     first = inputs[names[0]]
     rest = {name: inputs[name] for name in names[1:]}
     return layer(first, **rest, **call_kwargs)
@@ -177,8 +182,10 @@ def run_layer_test(
     Args:
         layer_cls: the layer class.
         init_kwargs: constructor arguments.
-        input_data: a NumPy array (the first call argument), or a dict of call-argument
-            name to array; the first entry is passed positionally, the rest by name.
+        input_data: a NumPy array (the first call argument); a list of arrays, passed
+            together as one list, the first call argument (a layer over several tensors); or a
+            dict of call-argument name to array, the first entry passed positionally and the
+            rest by name.
         call_kwargs: non-tensor call arguments (flags such as `use_causal_mask`).
         expected_output_shape: shape of the first output, or a list of shapes.
         allow_untrained_weights: substrings of weight paths that may legitimately get no
@@ -192,6 +199,7 @@ def run_layer_test(
     """
     call_kwargs = dict(call_kwargs or {})
     inputs = _as_dict(input_data)
+    as_list = isinstance(input_data, list)
 
     # 1. Registered with Keras.
     registered = keras.saving.get_registered_name(layer_cls)
@@ -217,7 +225,7 @@ def run_layer_test(
     ), "from_config(get_config()) does not give the same config back"
 
     # 3. Eager call.
-    eager = [_numpy(o) for o in _flat(_call(layer, inputs, call_kwargs))]
+    eager = [_numpy(o) for o in _flat(_call(layer, inputs, call_kwargs, as_list))]
     if expected_output_shape is not None:
         expected = (
             expected_output_shape
@@ -235,7 +243,7 @@ def run_layer_test(
         name: keras.Input(shape=array.shape[1:], dtype=str(array.dtype), name=name)
         for name, array in inputs.items()
     }
-    symbolic = _flat(_call(layer, symbolic_inputs, call_kwargs))
+    symbolic = _flat(_call(layer, symbolic_inputs, call_kwargs, as_list))
     assert len(symbolic) == len(eager), "symbolic and eager calls return different structures"
     for sym, out in zip(symbolic, eager):
         assert _same_shape(tuple(sym.shape), out.shape), f"symbolic {sym.shape} vs eager {out.shape}"
@@ -254,7 +262,7 @@ def run_layer_test(
 
     # 6. mixed_bfloat16.
     if run_mixed_precision:
-        _check_mixed_bfloat16(layer_cls, init_kwargs, layer, inputs, call_kwargs, eager)
+        _check_mixed_bfloat16(layer_cls, init_kwargs, layer, inputs, call_kwargs, eager, as_list)
 
     # 7. (last: it changes the weights) One fit step.
     if run_training:
@@ -279,11 +287,11 @@ def _check_fit_step(symbolic_inputs, output, inputs, allow_untrained_weights):
     assert not unchanged, f"one fit step left these weights unchanged: {unchanged}"
 
 
-def _check_mixed_bfloat16(layer_cls, init_kwargs, layer, inputs, call_kwargs, eager):
+def _check_mixed_bfloat16(layer_cls, init_kwargs, layer, inputs, call_kwargs, eager, as_list):
     mixed = layer_cls(**{**init_kwargs, "dtype": "mixed_bfloat16"})
-    outputs = _flat(_call(mixed, inputs, call_kwargs))  # builds it
+    outputs = _flat(_call(mixed, inputs, call_kwargs, as_list))  # builds it
     mixed.set_weights(layer.get_weights())
-    outputs = _flat(_call(mixed, inputs, call_kwargs))
+    outputs = _flat(_call(mixed, inputs, call_kwargs, as_list))
     for weight in mixed.weights:
         if _is_float(weight):
             assert _dtype(weight) == "float32", f"{weight.path} is {weight.dtype}, not float32"

@@ -113,6 +113,10 @@ def test_version():
         (["train", "translator", "--epochs", "0", "--workdir", "w"], ["--epochs", "0"]),
         (["train", "translator", "--scheduled-sampling-k", "-1", "--workdir", "w"],
          ["--scheduled-sampling-k", "less than 0"]),
+        (["train", "translator", "--cross-attention-layers", "first", "--workdir", "w"],
+         ["--cross-attention-layers", "'first'", "last, mix or comma-separated"]),
+        (["train", "nat", "--cross-attention-layers", "mix", "--workdir", "w"],
+         ["--cross-attention-layers", "translator only"]),
         (["train", "translator", "--time-limit", "soon", "--workdir", "w"],
          ["--time-limit", "soon"]),
         (["train", "gpt", "--workdir", "w"], ["gpt"]),
@@ -197,7 +201,11 @@ def test_the_tables_of_the_command_line_match_the_tasks():
     assert set(zoo_cli.TASKS["nat"]["splits"]) == set(MULTI30K_SPLITS)
     nat_train = zoo_cli.TASKS["nat"]["train"]
     choices = {names[0]: options["choices"] for names, options in nat_train if "choices" in options}
-    assert choices == {"--decoder-input": DECODER_INPUTS, "--length-mode": LENGTH_MODES}
+    assert choices == {
+        "--decoder-input": DECODER_INPUTS,
+        "--length-mode": LENGTH_MODES,
+        "--cross-attention-score": SCORE_FUNCTIONS,
+    }
     assert zoo_cli.CROSS_ATTENTION_SCORE[1]["choices"] == SCORE_FUNCTIONS
     assert zoo_cli.SCHEDULED_SAMPLING[1]["choices"] == ("none",) + SCHEDULES
     translator_flags = {names[0] for names, _ in zoo_cli.TASKS["translator"]["train"]}

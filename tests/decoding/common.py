@@ -1,10 +1,12 @@
 """Reference computations shared by the decoding tests."""
 
+import functools
+
 import numpy as np
 from keras import ops
 
 from zoo.data import BOS_ID, EOS_ID, PAD_ID
-from zoo.models.translator import full_logits
+from zoo.models.translator import encode, full_logits, init_caches, step
 
 
 def numpy(x):
@@ -60,3 +62,27 @@ def counting(step):
 
     counted.calls = 0
     return counted
+
+
+def assert_steps_equal_the_full_model(model, source_ids, target_in, max_length=8, xla=False):
+    """Teacher-forced, step by step with the caches (``xla``: each step compiled), the
+    translator gives the full forward pass's logits at every position.
+
+    Returns:
+        The initial caches of :func:`~zoo.models.translator.init_caches`.
+    """
+    import tensorflow as tf  # the XLA compile of the step; tests run on TensorFlow
+
+    expected = numpy(full_logits(model, source_ids, target_in))  # (B, T, V)
+    step_fn = functools.partial(step, model)
+    if xla:
+        step_fn = tf.function(step_fn, jit_compile=True)
+    memory, padding = encode(model, source_ids)
+    caches = first = init_caches(
+        model, memory, padding, max_length=max_length, source_ids=source_ids
+    )
+    for t in range(target_in.shape[1]):
+        logits, caches = step_fn(target_in[:, t : t + 1], caches, tf.constant(t))
+        assert logits.dtype == "float32" and tuple(logits.shape) == expected[:, t].shape
+        np.testing.assert_allclose(numpy(logits), expected[:, t], atol=1e-4, rtol=1e-4)
+    return first

@@ -3,16 +3,14 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
-from tests.decoding.common import numpy
+from tests.decoding.common import assert_steps_equal_the_full_model, numpy
 from zoo.data import BOS_ID
 from zoo.decoding import tile_for_beams
 from zoo.models import build_translator, translator_config
 from zoo.models.translator import (
     cross_attention_weights,
     encode,
-    full_logits,
     init_caches,
     step,
     translator_layers,
@@ -24,22 +22,11 @@ def test_steps_equal_the_full_model(model, sources):
     rng = np.random.default_rng(0)
     target_in = rng.integers(4, 20, size=(len(sources), 6)).astype("int32")
     target_in[:, 0] = BOS_ID
-    expected = numpy(full_logits(model, sources, target_in))  # (B, T, V)
-
-    @tf.function(jit_compile=True)
-    def xla_step(token, caches, index):
-        return step(model, token, caches, index)
-
-    memory, padding = encode(model, sources)
-    caches = init_caches(model, memory, padding, max_length=8)  # longer than needed
+    caches = assert_steps_equal_the_full_model(model, sources, target_in, xla=True)
     layers = translator_layers(model)
     assert sum(len(pair) for pair in caches["blocks"]) == layers.num_caches == 2 * sum(
         layer.name.startswith("decoder_block_") for layer in model.layers
     )
-    for t in range(target_in.shape[1]):
-        logits, caches = xla_step(target_in[:, t : t + 1], caches, tf.constant(t))
-        assert logits.dtype == "float32" and tuple(logits.shape) == (len(sources), 20)
-        np.testing.assert_allclose(numpy(logits), expected[:, t], atol=1e-4, rtol=1e-4)
 
 
 def test_source_padding_is_not_seen(copy_model, sources):

@@ -1,5 +1,4 @@
-"""LayerMix against its definition. It takes a list of tensors, which tests/harness.run_layer_test
-does not feed, so its checks (config and .keras round trips, a fit step, bfloat16, masks) are here."""
+"""LayerMix against its definition, and through tests/harness.run_layer_test."""
 
 import doctest
 
@@ -7,6 +6,7 @@ import keras
 import numpy as np
 import pytest
 
+from tests.harness import run_layer_test
 from zoo.layers import LayerMix
 from zoo.layers import layer_mix as layer_mix_module
 
@@ -33,35 +33,16 @@ def test_an_index_passes_its_input_through_and_has_no_weights():
     assert layer.weights == []
 
 
-def _model(layer):
-    inputs = [keras.Input((None, 4)) for _ in range(3)]
-    return keras.Model(inputs, keras.layers.Dense(2)(layer(inputs)))
-
-
-def test_config_and_keras_file_round_trips(tmp_path):
-    layer = LayerMix(3, name="mix")
-    assert LayerMix.from_config(layer.get_config()).get_config() == layer.get_config()
-    model = _model(layer)
-    layer.mix_logits.assign([1.0, 0.0, -1.0])
-    path = str(tmp_path / "mix.keras")
-    model.save(path)
-    loaded = keras.models.load_model(path)
-    np.testing.assert_allclose(np.asarray(loaded(OUTPUTS)), np.asarray(model(OUTPUTS)), atol=1e-6)
-
-
-def test_a_fit_step_trains_the_mix():
-    model = _model(LayerMix(3, name="mix"))
-    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
-    model.fit(OUTPUTS, np.ones((2, 5, 2), "float32"), epochs=1, verbose=0)
-    assert np.any(np.asarray(model.get_layer("mix").mix_logits) != 0)
-
-
-def test_mixed_bfloat16_outputs_in_the_compute_dtype():
-    layer = LayerMix(3, dtype="mixed_bfloat16")
-    out = layer([keras.ops.cast(x, "bfloat16") for x in OUTPUTS])
-    assert out.dtype == "bfloat16" and layer.mix_logits.dtype == "float32"
-    np.testing.assert_allclose(
-        np.asarray(keras.ops.cast(out, "float32")), _reference(OUTPUTS, np.zeros(3)), atol=0.05
+@pytest.mark.parametrize("index", [None, 2])
+def test_layer_contract(index):
+    """Config and ``.keras`` round trips, symbolic and eager calls, mixed_bfloat16 and (for the
+    mix: an index has no weights) a fit step that trains the mix."""
+    run_layer_test(
+        LayerMix,
+        {"num_inputs": 3, "index": index},
+        list(OUTPUTS),
+        expected_output_shape=(2, 5, 4),
+        run_training=index is None,
     )
 
 

@@ -407,6 +407,27 @@ def _scheduled_sampling():
     assert float(state[counter]) == 2.0  # one count per call
 
 
+def _layer_mix():
+    """The learned mix under jax.jit against its definition, and one fit step that trains it."""
+    from tests.layers import test_layer_mix as layer_mix
+    from zoo.layers import LayerMix
+
+    layer = LayerMix(3)
+    layer(layer_mix.OUTPUTS)  # builds it
+    logits = np.array([0.5, -1.0, 2.0], "float32")
+    layer.mix_logits.assign(logits)
+    np.testing.assert_allclose(
+        np.asarray(jit_call(layer, layer_mix.OUTPUTS)),
+        layer_mix._reference(layer_mix.OUTPUTS, logits),
+        atol=1e-6,
+    )
+    inputs = [keras.Input((5, 4)) for _ in range(3)]
+    model = keras.Model(inputs, layer(inputs))
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    model.fit(layer_mix.OUTPUTS, np.zeros((2, 5, 4), "float32"), verbose=0)
+    assert not np.allclose(np.asarray(layer.mix_logits.value), logits)
+
+
 PARTS = {
     "local": _local,
     "strided": _strided,
@@ -422,6 +443,7 @@ PARTS = {
     "blocks": _blocks,
     "nat": _nat,
     "scheduled_sampling": _scheduled_sampling,
+    "layer_mix": _layer_mix,
 }
 
 

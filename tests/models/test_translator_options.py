@@ -7,11 +7,19 @@ import keras
 import numpy as np
 import pytest
 
+from tests.decoding import common
+from tests.decoding.common import gnmt_penalty, lengths, log_probability
 from tests.decoding.conftest import _copy_batch as copy_task  # a monotonic task
 from tests.harness import CrashAtEpoch
 from zoo.data import BOS_ID
 from zoo.models import build_translator, translator_config
-from zoo.models.translator import encode, full_logits, init_caches, step, step_and_caches
+from zoo.models.translator import (
+    cross_attention_weights,
+    encode,
+    full_logits,
+    init_caches,
+    step_and_caches,
+)
 
 VOCAB_SIZE = 24
 SOURCES = np.array([[5, 9, 13, 7, 0, 0], [11, 0, 0, 0, 0, 0], [4, 18, 6, 10, 15, 12]], "int32")
@@ -41,18 +49,27 @@ def teacher_forced_input(seed=0):
 
 
 def assert_steps_equal_the_full_model(model):
-    target_in = teacher_forced_input()
-    expected = np.asarray(full_logits(model, SOURCES, target_in))  # (B, T, V)
-    memory, padding = encode(model, SOURCES)
-    caches = init_caches(model, memory, padding, max_length=8, source_ids=SOURCES)
-    for t in range(target_in.shape[1]):
-        logits, caches = step(model, target_in[:, t : t + 1], caches, t)
-        np.testing.assert_allclose(np.asarray(logits), expected[:, t], atol=1e-4, rtol=1e-4)
+    common.assert_steps_equal_the_full_model(model, SOURCES, teacher_forced_input())
 
 
 @pytest.fixture(scope="module")
-def plain_outputs():
-    return np.asarray(tiny_translator()({"source": SOURCES, "target_in": teacher_forced_input()}))
+def plain():
+    return tiny_translator()
+
+
+@pytest.fixture(scope="module")
+def plain_outputs(plain):
+    return np.asarray(plain({"source": SOURCES, "target_in": teacher_forced_input()}))
+
+
+def assert_same_model(model, reference):
+    """The same logits and the same cross-attention weights in every block."""
+    inputs = {"source": SOURCES, "target_in": teacher_forced_input()}
+    np.testing.assert_allclose(np.asarray(model(inputs)), np.asarray(reference(inputs)), atol=1e-5)
+    weights, expected = (cross_attention_weights(m, *inputs.values()) for m in (model, reference))
+    assert len(weights) == len(expected) == 2
+    for got, want in zip(weights, expected):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-6)
 
 
 @pytest.mark.parametrize("overrides", OPTIONS.values(), ids=OPTIONS.keys())
@@ -77,9 +94,9 @@ def test_the_score_reaches_cross_attention_only():
     assert [block.self_attention_layer.score for block in blocks] == ["scaled_dot"] * 2
 
 
-def test_the_default_score_leaves_the_saved_block_config_as_it_was():
-    block = tiny_translator().get_layer("decoder_block_0")
-    assert block.get_config()["cross_attention_kwargs"] is None
+def test_the_defaults_leave_the_saved_configs_and_layers_as_they_were(plain):
+    assert plain.get_layer("decoder_block_0").get_config()["cross_attention_kwargs"] is None
+    assert not [layer.name for layer in plain.layers if layer.name.startswith("encoder_output_")]
 
 
 def test_an_unknown_score_is_refused():
@@ -99,6 +116,34 @@ def test_a_block_reads_the_encoder_layer_it_chose():
     read = model.get_layer("encoder_block_0")
     read.set_weights([w * 3 + 1 for w in read.get_weights()])
     assert not np.allclose(np.asarray(model(inputs)), before, atol=1e-3)
+
+
+def test_every_block_reading_the_last_layer_by_index_is_the_plain_model(plain):
+    """Chosen layers add no weights and draw no seeds; the final norm comes after the choice,
+    so index 2 (the last of 2 encoder blocks) is exactly what the plain model reads."""
+    assert_same_model(tiny_translator(cross_attention_layers=(2, 2)), plain)
+
+
+def test_a_mix_weighing_one_layer_reads_that_layer_in_each_block():
+    """Each block's own mix, its weight all on the layer that block's index names, is the
+    model of those indices: the mix is per block, and it is normalized as an index is."""
+    mixed = tiny_translator(cross_attention_layers="mix")
+    for i, index in enumerate((0, 1)):
+        mixed.get_layer(f"encoder_output_{i}").mix_logits.assign(100.0 * np.eye(3)[index])
+    assert_same_model(mixed, tiny_translator(cross_attention_layers=(0, 1)))
+
+
+def test_beam_search_scores_are_the_full_models_log_probabilities():
+    """With an additive score over per-block mixes, beam search (which repeats every block's
+    cross cache per beam) scores each hypothesis as the full forward pass does."""
+    from zoo.decoding import beam_search
+
+    model = tiny_translator(cross_attention_score="additive", cross_attention_layers="mix")
+    for i, logits in enumerate(([1.0, -1.0, 0.5], [-0.5, 0.0, 2.0])):  # two different mixes
+        model.get_layer(f"encoder_output_{i}").mix_logits.assign(logits)
+    ids, scores = beam_search(*step_and_caches(model, SOURCES, 6), 6, beam_size=3, alpha=0.6)
+    expected = log_probability(model, SOURCES, ids) / gnmt_penalty(lengths(ids), 0.6)
+    np.testing.assert_allclose(np.asarray(scores), expected, rtol=1e-4, atol=1e-4)
 
 
 def test_the_mix_is_one_learned_set_of_weights_per_decoder_block():
@@ -131,6 +176,24 @@ def test_the_nat_refuses_other_encoder_layers():
 
     with pytest.raises(ValueError, match="NAT reads the encoder's last layer"):
         nat_config("tiny", cross_attention_layers="mix")
+
+
+def test_the_nat_takes_a_cross_attention_score():
+    """The NAT's decoder blocks are the translator's: the score reaches them, and its
+    encode/decode path is its forward pass."""
+    from zoo.models import nat_config
+    from zoo.models.nat import MASK_ID, build_nat_translator, nat_decode, nat_encode
+
+    keras.utils.set_random_seed(0)
+    config = nat_config("tiny", vocab_size=VOCAB_SIZE, max_length=12,
+                        cross_attention_score="additive")  # fmt: skip
+    model = build_nat_translator(config)
+    assert model.get_layer("decoder_block_0").cross_attention_layer.score == "additive"
+    target_in = np.array([[MASK_ID, 12, MASK_ID, 3]] * 2 + [[MASK_ID, 3, 0, 0]], "int32")
+    out = model({"source": SOURCES, "target_in": target_in})
+    logits = np.asarray(nat_decode(model, *nat_encode(model, SOURCES)[:2], target_in))
+    real = target_in != 0
+    np.testing.assert_allclose(logits[real], np.asarray(out["tokens"])[real], atol=1e-5)
 
 
 def test_scheduled_sampling_second_pass_reads_gold_tokens_or_the_first_pass_predictions():

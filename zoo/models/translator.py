@@ -52,7 +52,9 @@ class TranslatorConfig:
             layer's output, the embeddings included (transparent attention, Bapna et al.
             2018; :class:`~zoo.layers.LayerMix`). A tuple of one index per decoder block: the
             output it reads, 0 the embeddings and ``encoder_layers`` the last block. In pre-LN
-            models the encoder's final norm normalizes what each block reads.
+            models the encoder's final norm normalizes what each block reads (the mix, or the
+            chosen output), so that index ``encoder_layers`` is the default model. The NAT
+            refuses anything but ``"last"``.
         copy_mechanism: a pointer-generator on the output (See et al. 2017;
             :class:`~zoo.layers.PointerGenerator`): a one-head copy attention over the
             encoder output (the last decoder block's, when the blocks read chosen layers)
