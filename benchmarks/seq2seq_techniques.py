@@ -44,6 +44,7 @@ ROWS = {
     "guided attention (weight 0.1, decay 0.999)": {
         "guided_attention_weight": 0.1, "guided_attention_decay": 0.999,
     },
+    "copy mechanism (pointer-generator)": {"copy_mechanism": True},
 }
 
 
