@@ -49,6 +49,17 @@ def test_tag_prints_word_slash_tag_per_sentence(capsys):
     assert lines[-1].split()[-2:] == ["book/NOUN", "./PUNCT"]
 
 
+def test_each_input_gives_one_output_line_whatever_the_model_emits(capsys, monkeypatch):
+    """A model can emit a line break (byte fallback): the output must stay line-aligned."""
+    from zoo.tasks.tagging import TaggingTask
+
+    monkeypatch.setattr(TaggingTask, "predict", lambda self, model, vocabulary, lines, **_: [
+        f"{line}\nX\u2028Y\x0bZ" for line in lines
+    ])  # fmt: skip
+    main(["tag", "--workdir", SHIPPED_TAGGER, "a b", "c"])
+    assert capsys.readouterr().out.splitlines() == ["a b X Y Z", "c X Y Z"]
+
+
 def test_a_workdir_without_a_model_exits_with_a_message(tmp_path):
     with pytest.raises(SystemExit, match="no trained model"):
         main(["tag", "--workdir", str(tmp_path), "a b"])

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 from zoo.artifacts import DISTILL_SOURCE_FILE, DISTILL_TARGET_FILE, EVAL_DIR, MODEL_FILE
+from zoo.data import one_line
 from zoo.tasks import get_task, load
 
 __all__ = ["run"]
@@ -78,7 +79,7 @@ def _predict(args):
             print("reading sentences from stdin, one per line (Ctrl-D ends)", file=sys.stderr)
         lines = [line.rstrip("\n") for line in sys.stdin]
     for line in task.predict(model, vocabulary, lines, verbose=len(lines) > 1, **given):
-        print(line)
+        print(one_line(line))  # one output line per input line, whatever the model emits
 
 
 def cmd_export(args):

@@ -23,12 +23,11 @@ from zoo.artifacts import (
     SENTENCEPIECE_FILE,
     SENTENCEPIECE_PREFIX,
 )
-from zoo.data import load_multi30k, read_lines, train_sentencepiece
+from zoo.data import load_multi30k, one_line, read_lines, train_sentencepiece
 from zoo.decoding import translate
 from zoo.models import build_translator, translator_config
 from zoo.tasks import get_task, load
 from zoo.training import distill, read_distilled
-from zoo.training.distillation import one_line
 from zoo_cli import CommandLineError, main
 
 LIMIT, BEAM, BATCH = 20, 2, 8  # 3 batches, the last one short
@@ -132,6 +131,8 @@ def test_a_finished_folder_is_left_alone_and_other_settings_are_refused(
 ):
     before = _contents(distilled)
     monkeypatch.setattr(distillation, "translate", None)  # nothing may be translated
+    import zoo.cli  # noqa: F401  (imported now, it binds the real load, not the patch below)
+
     monkeypatch.setattr("zoo.tasks.load", None)  # nor the teacher even loaded
     main(["distill", "--teacher", teacher, "--workdir", distilled, "--beam-size", str(BEAM),
           "--batch-size", "3", "--limit", str(LIMIT)])

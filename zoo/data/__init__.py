@@ -16,6 +16,7 @@ from zoo.data.multi30k import (
     MULTI30K_LANGUAGES,
     MULTI30K_SPLITS,
     load_multi30k,
+    one_line,
     read_lines,
     read_parallel,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "UPOS_TAGS",
     "bucket_spec",
     "load_multi30k",
+    "one_line",
     "load_ud_english_ewt",
     "make_tagging_dataset",
     "make_translation_dataset",

@@ -12,7 +12,8 @@ import importlib.resources
 import os
 import zlib
 
-__all__ = ["MULTI30K_LANGUAGES", "MULTI30K_SPLITS", "load_multi30k", "read_lines", "read_parallel"]
+__all__ = ["MULTI30K_LANGUAGES", "MULTI30K_SPLITS", "load_multi30k", "one_line", "read_lines",
+           "read_parallel"]
 
 # Split name -> the stem of its files, ``{stem}.{lang}.gz``.
 MULTI30K_SPLITS = {"train": "train", "val": "val", "test2016": "test_2016_flickr"}
@@ -20,6 +21,25 @@ MULTI30K_LANGUAGES = ("en", "de")
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _UTF8_BOM = b"\xef\xbb\xbf"
+
+
+# A tab would break a file's columns, a line break any file's lines (these are the breaks of
+# str.splitlines, so that every reader sees one line).
+_BREAKS = str.maketrans(dict.fromkeys("\t\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", " "))
+
+
+def one_line(text):
+    """``text`` with every tab and line break a space: one line, however a reader splits lines.
+
+    The writers of line-aligned text use it: distilled files, hypothesis files, the output of
+    ``zoo translate``. A model that emits a line break through byte fallback cannot shift the
+    lines after it.
+
+    Example:
+        >>> one_line("Ein Hund\\tläuft\\n")
+        'Ein Hund läuft '
+    """
+    return text.translate(_BREAKS)
 
 
 def read_lines(path, errors="strict"):

@@ -5,6 +5,8 @@ import os
 
 import sacrebleu
 
+from zoo.data.multi30k import one_line
+
 
 def corpus_bleu(hypotheses, references):
     """sacreBLEU two ways: the default signature, and lowercased (comparable to papers).
@@ -50,7 +52,7 @@ def save_evaluation(output_dir, name, sources, hypotheses, references, extra=Non
     os.makedirs(output_dir, exist_ok=True)
     scores = {**corpus_bleu(hypotheses, references), "sentences": len(hypotheses), **(extra or {})}
     with open(os.path.join(output_dir, f"{name}.hyp.txt"), "w", encoding="utf-8") as f:
-        f.writelines(h.replace("\n", " ") + "\n" for h in hypotheses)
+        f.writelines(one_line(h) + "\n" for h in hypotheses)
     with open(os.path.join(output_dir, f"{name}.bleu.json"), "w") as f:
         json.dump(scores, f, indent=2)
     return scores

@@ -23,25 +23,11 @@ from zoo.artifacts import (
     DISTILL_SOURCE_FILE,
     DISTILL_TARGET_FILE,
 )
-from zoo.data import load_multi30k, read_parallel
+from zoo.data import load_multi30k, one_line, read_parallel
 from zoo.decoding import translate
 from zoo.progress import Progress
 
-__all__ = ["distill", "one_line", "read_distilled"]
-
-# A tab would break the partial file's columns, a line break any file's lines (these are the
-# breaks of str.splitlines, so that every reader sees one line).
-_BREAKS = str.maketrans(dict.fromkeys("\t\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", " "))
-
-
-def one_line(text):
-    """``text`` with every tab and line break a space: one line of a distilled file.
-
-    Example:
-        >>> one_line("Ein Hund\\tläuft\\n")
-        'Ein Hund läuft '
-    """
-    return text.translate(_BREAKS)
+__all__ = ["distill", "read_distilled"]
 
 
 def distill(teacher_folder, workdir, beam_size=5, batch_size=64, limit=None, verbose=False):
