@@ -17,6 +17,7 @@ from zoo.training.average import average_checkpoints, epoch_checkpoints
 
 SHIPPED_TAGGER = os.path.join(REPO_ROOT, "saved_models", "tagger-en-ewt")
 SHIPPED_TRANSLATOR = os.path.join(REPO_ROOT, "saved_models", "translator-en-de")
+SHIPPED_NAT = os.path.join(REPO_ROOT, "saved_models", "nat-en-de")
 
 
 # ---------------------------------------------------------------- a task written for the test
@@ -119,6 +120,9 @@ def test_load_reads_each_shipped_export_folder():
     assert task is get_task("tagger") and vocabulary.word_vocab_size > 1000
     with pytest.raises(ValueError, match="holds a tagger, not a translator"):
         load(SHIPPED_TAGGER, "translator")
+    task, model, vocabulary = load(SHIPPED_NAT)
+    assert task is get_task("nat") and model.name == "nat"
+    assert vocabulary.vocab_size == translator.vocabulary.vocab_size
 
 
 def test_load_names_the_file_that_is_wrong(tmp_path):
