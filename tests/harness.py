@@ -416,3 +416,15 @@ class CrashAtEpoch(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         if epoch == self.epoch:
             raise RuntimeError("simulated crash")
+
+
+def serve_without_zoo(script, serving_dir, timeout=300):
+    """Run ``script`` (it loads the SavedModel in ``sys.argv[1]``) in a fresh Python that cannot
+    import zoo; return its printed ``name | output | ...`` lines as ``{name: "output | ..."}``."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH="")
+    result = subprocess.run(
+        [sys.executable, "-c", script, serving_dir],
+        capture_output=True, text=True, env=env, timeout=timeout, cwd="/",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return dict(line.split(" | ", 1) for line in result.stdout.splitlines() if " | " in line)

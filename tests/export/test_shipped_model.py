@@ -1,11 +1,9 @@
 """The shipped translator in saved_models/: it loads as shipped and it translates."""
 
 import os
-import subprocess
-import sys
 import textwrap
 
-from tests.harness import REPO_ROOT
+from tests.harness import REPO_ROOT, serve_without_zoo
 
 SHIPPED = os.path.join(REPO_ROOT, "saved_models", "translator-en-de")
 
@@ -36,13 +34,7 @@ def test_the_shipped_translator_is_small_and_complete():
 
 
 def test_the_shipped_translator_translates_without_zoo():
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH="")
-    result = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, os.path.join(SHIPPED, "serving")],
-        capture_output=True, text=True, env=env, timeout=300, cwd="/",
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    lines = dict(line.split(" | ", 1) for line in result.stdout.splitlines() if " | " in line)
+    lines = serve_without_zoo(_SCRIPT, os.path.join(SHIPPED, "serving"))
     for name in ("serving_default", "translate_greedy"):
         translation, empty = lines[name].split(" | ")
         assert "Hund" in translation and "Schnee" in translation, translation
