@@ -428,3 +428,12 @@ def serve_without_zoo(script, serving_dir, timeout=300):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return dict(line.split(" | ", 1) for line in result.stdout.splitlines() if " | " in line)
+
+
+def assert_dog_in_the_snow(lines, names):
+    """Each of ``names`` in :func:`serve_without_zoo`'s lines translated "A dog is running in the
+    snow." and, for the empty input, gave the empty string."""
+    for name in names:
+        translation, empty = lines[name].split(" | ")
+        assert "Hund" in translation and "Schnee" in translation, translation
+        assert empty == ""

@@ -3,7 +3,7 @@
 import os
 import textwrap
 
-from tests.harness import REPO_ROOT, serve_without_zoo
+from tests.harness import REPO_ROOT, assert_dog_in_the_snow, serve_without_zoo
 
 SHIPPED = os.path.join(REPO_ROOT, "saved_models", "translator-en-de")
 
@@ -35,7 +35,4 @@ def test_the_shipped_translator_is_small_and_complete():
 
 def test_the_shipped_translator_translates_without_zoo():
     lines = serve_without_zoo(_SCRIPT, os.path.join(SHIPPED, "serving"))
-    for name in ("serving_default", "translate_greedy"):
-        translation, empty = lines[name].split(" | ")
-        assert "Hund" in translation and "Schnee" in translation, translation
-        assert empty == ""
+    assert_dog_in_the_snow(lines, ("serving_default", "translate_greedy"))
