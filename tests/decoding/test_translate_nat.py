@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from zoo.data import BOS_ID, EOS_ID, SentencePieceTokenizer, load_multi30k, train_sentencepiece
 from zoo.decoding import length_candidates, nat_search, translate
-from zoo.decoding.translation import nat_counts
+from zoo.decoding.translation import nat_counts, translator_search
 from zoo.models import build_translator, translator_config
 from zoo.models.nat import build_nat_translator, decode_and_lengths, get_config, nat_modes
 from zoo.models.translator import full_logits
@@ -130,3 +130,19 @@ def test_a_rescorer_must_be_a_translator_of_the_same_vocabulary(model, tokenizer
         run(other)
     with pytest.raises(ValueError, match="'mask_predict' only"):
         run(teacher, method="greedy")
+
+
+def test_a_traced_source_width_bounds_the_buffers(model):
+    """translate() traces the search with an unknown source width: the buffers must still be
+    the source width plus the largest offset wide (XLA folds it per compiled shape), not
+    every position, and decode exactly as with a static width."""
+    max_offset = nat_modes(model).max_offset  # 8 for tiny
+    search = translator_search(model, "mask_predict", MAX_LENGTH, iterations=2, length_beam=2)
+    source = tf.constant([[5, 6, 7, EOS_ID], [8, 9, EOS_ID, 0]], tf.int32)
+    for compile_options in ({}, {"jit_compile": True}):
+        traced = tf.function(
+            search, input_signature=[tf.TensorSpec([None, None], tf.int32)], **compile_options
+        )
+        ids = traced(source).numpy()
+        assert ids.shape == (2, 4 + max_offset)
+        np.testing.assert_array_equal(ids, np.asarray(search(source)))

@@ -33,6 +33,24 @@ MAX_ITERATIONS = 16  # the most iterations a tensor ``iterations`` is clamped to
 MAX_LENGTH_BEAM = 8  # the most candidates a tensor ``length_beam`` is clamped to
 
 
+def check_width(max_length, minimum=2):
+    """The width of the NAT's buffers: a Python int of at least ``minimum`` (2: a token and
+    the EOS), or a scalar int tensor, raised to ``minimum``, as a graph reads it from a shape
+    (the source's width plus the largest offset, which XLA folds to a constant per compiled
+    shape)."""
+    if ops.is_tensor(max_length):
+        if len(max_length.shape) != 0 or "int" not in str(max_length.dtype):
+            raise ValueError(f"max_length must be a Python int or a scalar int tensor, got "
+                             f"{max_length!r}.")
+        return ops.maximum(ops.cast(max_length, "int32"), minimum)
+    max_length = check_max_length(max_length)
+    if max_length < minimum:
+        raise ValueError(
+            f"max_length must be at least {minimum} (a token and EOS), got {max_length}."
+        )
+    return max_length
+
+
 def check_length_beam(length_beam, max_offset):
     """``length_beam`` checked (a Python int, at most ``2 * max_offset + 1``) or clamped (a
     scalar int tensor, to ``[1, min(MAX_LENGTH_BEAM, 2 * max_offset + 1)]``).
@@ -86,7 +104,8 @@ def length_candidates(length_logits, source_lengths, length_beam, max_offset, ma
             ``2 * max_offset + 1`` offsets), or a scalar int tensor in graph mode, clamped to
             ``[1, min(MAX_LENGTH_BEAM, 2 * max_offset + 1)]``.
         max_offset: Python int, the largest offset the model predicts, either way.
-        max_length: Python int, the longest target (EOS included); at least 2.
+        max_length: the longest target (EOS included): a Python int, at least 2, or a
+            scalar int tensor (:func:`check_width`).
 
     Returns:
         ``(B, length_beam)`` int32 target lengths (EOS included), in descending score order.
@@ -101,9 +120,7 @@ def length_candidates(length_logits, source_lengths, length_beam, max_offset, ma
         Ghazvininejad et al. 2019, "Mask-Predict: Parallel Decoding of Conditional Masked
         Language Models", section 3.2 (length candidates).
     """
-    max_length = check_max_length(max_length)
-    if max_length < 2:
-        raise ValueError(f"max_length must be at least 2 (a token and EOS), got {max_length}.")
+    max_length = check_width(max_length)
     if not isinstance(max_offset, numbers.Integral) or max_offset < 0:
         raise ValueError(f"max_offset must be a Python int >= 0, got {max_offset!r}.")
     length_logits = ops.convert_to_tensor(length_logits)
@@ -144,7 +161,8 @@ def mask_predict(decode, lengths, iterations, max_length, mask_id=UNK_ID, early_
         lengths: ``(N,)`` int target lengths, EOS included, in ``[1, max_length]``.
         iterations: T, the most decoder runs: a Python int >= 1, or a scalar int tensor in
             graph mode, clamped to ``[1, MAX_ITERATIONS]``.
-        max_length: L, a Python int: the width of the buffers.
+        max_length: L, the width of the buffers: a Python int, or a scalar int tensor
+            (:func:`check_width`; a tensor below 2 counts as 2).
         mask_id: the id that marks a position to predict (the model's UNK id).
         early_stopping: stop a sentence once an iteration changes none of its tokens.
 
@@ -166,7 +184,7 @@ def mask_predict(decode, lengths, iterations, max_length, mask_id=UNK_ID, early_
         and ``iterative_refinement_generator.py`` (the adaptive stopping).
     """
     iterations = check_count(iterations, "iterations", MAX_ITERATIONS)
-    max_length = check_max_length(max_length)
+    max_length = check_width(max_length, minimum=1)
     lengths = ops.cast(ops.convert_to_tensor(lengths), "int32")  # (N,)
     positions = ops.arange(max_length, dtype="int32")  # (L,)
     real = ops.expand_dims(positions, 0) < ops.expand_dims(lengths, 1)  # (N, L)
@@ -262,7 +280,8 @@ def nat_search(
         length_logits: ``(B, 2 * max_offset + 1)`` float scores over the offsets of the
             target length from the source length, or None with ``lengths``.
         source_lengths: ``(B,)`` int source lengths, with ``length_logits``.
-        max_length: L, a Python int: the longest target (EOS included).
+        max_length: L, the longest target (EOS included): a Python int, or a scalar int
+            tensor (:func:`check_width`).
         iterations: T, the most Mask-Predict iterations: a Python int, or a scalar int tensor
             (graph mode) clamped to ``[1, MAX_ITERATIONS]``.
         length_beam: l, the number of length candidates per sentence (with
@@ -301,7 +320,7 @@ def nat_search(
         Gu et al. 2018, "Non-Autoregressive Neural Machine Translation" (rescoring the
         candidates with an autoregressive teacher).
     """
-    max_length = check_max_length(max_length)
+    max_length = check_width(max_length, minimum=1)
     if lengths is None:
         if length_logits is None or source_lengths is None:
             raise ValueError("Give length_logits and source_lengths, or lengths.")

@@ -9,6 +9,8 @@ graph mode). It knows the tokenizer and an ids -> ids search, not the model. Ten
 
 import weakref
 
+from keras import ops
+
 from zoo.data.sentencepiece_vocab import BOS_ID, EOS_ID, PAD_ID
 from zoo.decoding.beam import beam_search
 from zoo.decoding.greedy import greedy_search
@@ -153,8 +155,8 @@ def translator_search(model, method, max_length, beam_size=4, **kwargs):
 
     Returns:
         A function ``(B, S)`` source ids -> ``(B, L)`` int32 target ids, ``L = max_length``
-        (``"mask_predict"`` with a static ``S``: ``L = min(max_length, S + max_offset)``, the
-        longest length the model can predict).
+        (``"mask_predict"``: ``L = max(2, min(max_length, S + max_offset))``, the longest
+        length the model can predict).
     """
     if method not in METHODS:
         raise ValueError(f"Unknown method {method!r}; choose from {METHODS}.")
@@ -185,11 +187,15 @@ def translator_search(model, method, max_length, beam_size=4, **kwargs):
     def search(source_ids):
         if is_nat:
             length_beam = nat_kwargs["length_beam"]
-            # No candidate is longer than its source plus the largest offset: a static source
-            # width (under XLA) bounds the buffers, which would otherwise span every position.
-            width = max_length
-            if source_ids.shape[1] is not None:
-                width = max(2, min(max_length, source_ids.shape[1] + max_offset))
+            # No candidate is longer than its source plus the largest offset, so that bounds
+            # the buffers, which would otherwise span every position. Inside translate()'s
+            # graph the source width is unknown when traced: a tensor, which XLA folds to a
+            # constant for each padded shape it compiles.
+            source_width = ops.shape(source_ids)[1]
+            if isinstance(source_width, int):
+                width = max(2, min(max_length, source_width + max_offset))
+            else:
+                width = ops.minimum(source_width + max_offset, max_length)
             decode, lengths = decode_and_lengths(model, source_ids, width, length_beam)
             rescore = None
             if teacher is not None:
