@@ -4,8 +4,8 @@ One run, the same Multi30k sentences for every row: the AT translator greedy, be
 each NAT (distilled and, when given, trained on the raw data) at Mask-Predict T=1 l=1 (one
 pass), T=1 l=3, T=4 l=3 and T=10 l=5, and T=4 l=3 reranked by the AT. Every row goes through
 the public ``zoo.decoding.translate()`` at batch 64 (all the sentences: BLEU, sacreBLEU 13a
-lowercased and cased) and at batch 1 (the first ``--batch1-sentences``). A batch of a shape not
-seen before is run once untimed first, so compilation is never timed. Then, for each NAT: its
+lowercased and cased) and at batch 1 (the first ``--batch1-sentences``). Each batch runs once
+untimed first, so compilation is never timed. Then, for each NAT: its
 length predictor's accuracy, and BLEU with the gold length given (what the length prediction
 costs).
 
@@ -13,7 +13,6 @@ costs).
 """
 
 import argparse
-import math
 import os
 import sys
 import time
@@ -25,7 +24,6 @@ from common import append_results, machine_description, markdown_table
 
 from zoo.data import EOS_ID, load_multi30k
 from zoo.decoding import length_candidates, nat_search, translate
-from zoo.decoding.translation import _LENGTH_BUCKET  # translate() pads sources to a multiple
 from zoo.evaluation import corpus_bleu
 from zoo.models.nat import decode_and_lengths
 from zoo.models.translator import translator_layers
@@ -36,27 +34,16 @@ NAT_SETTINGS = [(1, 1), (1, 3), (4, 3), (10, 5)]  # (iterations, length beam)
 RESCORED = (4, 3)
 
 
-def _shape(model, tokenizer, chunk):
-    """The padded shape translate() compiles for ``chunk``: rows to a power of two, the
-    source to a multiple of 8 tokens within the model's positions."""
-    lengths = tokenizer.tokenize(tf.constant(chunk)).row_lengths().numpy()
-    longest = int(lengths.max()) if len(lengths) else 0
-    limit = translator_layers(model).max_source_length
-    if limit is not None:
-        longest = min(longest, limit)
-    return 2 ** math.ceil(math.log2(len(chunk))), math.ceil(max(longest, 1) / _LENGTH_BUCKET)
-
-
 def timed_translate(model, tokenizer, sentences, batch_size, **settings):
-    """``translate()`` batch by batch: the translations and the seconds of the timed batches
-    (each batch of a new shape was run once before, untimed)."""
-    seen, seconds, outputs = set(), 0.0, []
+    """``translate()`` batch by batch: the translations and the seconds of the timed batches.
+
+    Every batch is run once untimed first, so that no compilation is timed: a NAT's
+    refinement compiles per width of its longest candidate, which only the run knows.
+    """
+    seconds, outputs = 0.0, []
     for start in range(0, len(sentences), batch_size):
         chunk = sentences[start : start + batch_size]
-        shape = _shape(model, tokenizer, chunk)
-        if shape not in seen:
-            seen.add(shape)
-            translate(model, tokenizer, chunk, batch_size=batch_size, **settings)  # compiles
+        translate(model, tokenizer, chunk, batch_size=batch_size, **settings)  # compiles
         began = time.perf_counter()
         outputs += translate(model, tokenizer, chunk, batch_size=batch_size, **settings)
         seconds += time.perf_counter() - began
@@ -201,7 +188,7 @@ def main():
                     [("distilled", args.nat), ("raw", args.nat_raw)] if folder),
                 f"{len(sources)} {args.split} sentences at batch 64 (BLEU: sacreBLEU 13a); "
                 f"the first {min(len(sources), args.batch1_sentences)} at batch 1; every row "
-                "through zoo.decoding.translate() (XLA); a new shape runs once untimed first",
+                "through zoo.decoding.translate() (XLA); each batch runs once untimed first",
                 *notes,
             ],
         )

@@ -132,17 +132,30 @@ def test_a_rescorer_must_be_a_translator_of_the_same_vocabulary(model, tokenizer
         run(teacher, method="greedy")
 
 
-def test_a_traced_source_width_bounds_the_buffers(model):
-    """translate() traces the search with an unknown source width: the buffers must still be
-    the source width plus the largest offset wide (XLA folds it per compiled shape), not
-    every position, and decode exactly as with a static width."""
-    max_offset = nat_modes(model).max_offset  # 8 for tiny
-    search = translator_search(model, "mask_predict", MAX_LENGTH, iterations=2, length_beam=2)
+def test_the_buffers_span_the_longest_candidate_in_every_mode():
+    """The refinement runs on buffers as wide as the longest candidate length rounded up to a
+    multiple of 8, not on every position: eagerly, traced with an unknown source width (as
+    translate() and the SavedModel trace it) and under XLA, with the same ids each way as
+    nat_search on buffers of every position."""
+    keras.utils.set_random_seed(4)
+    positions = 32  # more than any candidate of a 4-token source (at most 4 + 8) can fill
+    model = build_nat_translator(get_config("tiny", vocab_size=VOCAB_SIZE, max_length=positions))
+    xla = lambda f: tf.function(f, jit_compile=True)  # noqa: E731
     source = tf.constant([[5, 6, 7, EOS_ID], [8, 9, EOS_ID, 0]], tf.int32)
-    for compile_options in ({}, {"jit_compile": True}):
-        traced = tf.function(
-            search, input_signature=[tf.TensorSpec([None, None], tf.int32)], **compile_options
+    decode, lengths = decode_and_lengths(model, source, positions, 2)
+    full, _ = nat_search(decode, **lengths, max_length=positions, iterations=2, length_beam=2)
+    longest = int(np.max(length_candidates(**lengths, length_beam=2, max_offset=8,
+                                           max_length=positions)))
+    width = -(-longest // 8) * 8
+    unknown_width = [tf.TensorSpec([None, None], tf.int32)]
+    for traced, compile_stage in ((False, None), (True, None), (True, xla)):
+        search = translator_search(
+            model, "mask_predict", positions, iterations=2, length_beam=2,
+            compile_stage=compile_stage,
         )
-        ids = traced(source).numpy()
-        assert ids.shape == (2, 4 + max_offset)
-        np.testing.assert_array_equal(ids, np.asarray(search(source)))
+        if traced:
+            search = tf.function(search, input_signature=unknown_width)
+        ids = np.asarray(search(source))
+        assert ids.shape == (2, width)
+        np.testing.assert_array_equal(ids, np.asarray(full)[:, :width])
+        assert not np.asarray(full)[:, width:].any()

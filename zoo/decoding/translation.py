@@ -14,7 +14,7 @@ from keras import ops
 from zoo.data.sentencepiece_vocab import BOS_ID, EOS_ID, PAD_ID
 from zoo.decoding.beam import beam_search
 from zoo.decoding.greedy import greedy_search
-from zoo.decoding.nat import MAX_ITERATIONS, check_length_beam, nat_search
+from zoo.decoding.nat import MAX_ITERATIONS, check_length_beam, length_candidates, nat_search
 from zoo.decoding.sampling import sample
 from zoo.decoding.search_helpers import check_count
 from zoo.models.nat import decode_and_lengths, nat_modes
@@ -137,7 +137,7 @@ def nat_counts(model, iterations=None, length_beam=None):
     return iterations, length_beam
 
 
-def translator_search(model, method, max_length, beam_size=4, **kwargs):
+def translator_search(model, method, max_length, beam_size=4, compile_stage=None, **kwargs):
     """A translator's ids -> ids search, for :func:`translate_strings`.
 
     Args:
@@ -149,15 +149,20 @@ def translator_search(model, method, max_length, beam_size=4, **kwargs):
         beam_size: the beam size of ``"beam"`` (an int, or a scalar int tensor in graph mode).
             Likewise ``iterations`` and ``length_beam`` of ``"mask_predict"`` (in ``kwargs``,
             1 by default; checked, or clamped, by :func:`nat_counts`).
+        compile_stage: None (the search is traced in the caller's graph), or a function that
+            compiles a function (``translate()`` passes XLA's). It compiles the whole search
+            of an autoregressive model, and each of the two stages of ``"mask_predict"``
+            (the candidate lengths, then the refinement at their width).
         **kwargs: further arguments of the search (``bos_id``, ``eos_id``, ``alpha``, ...),
             and ``monotonic_window`` of an autoregressive translator's step
             (:func:`zoo.models.translator.step`: monotonic attention decoding).
 
     Returns:
         A function ``(B, S)`` source ids -> ``(B, L)`` int32 target ids, ``L = max_length``
-        (``"mask_predict"``: ``L = max(2, min(max_length, S + max_offset))``, the longest
-        length the model can predict).
+        (``"mask_predict"``: ``L`` is the longest candidate length rounded up to a multiple
+        of 8, at most ``max_length``).
     """
+    compile_stage = compile_stage or (lambda function: function)
     if method not in METHODS:
         raise ValueError(f"Unknown method {method!r}; choose from {METHODS}.")
     is_nat = model.name == "nat"
@@ -184,26 +189,50 @@ def translator_search(model, method, max_length, beam_size=4, **kwargs):
     if is_nat and monotonic_window is not None:
         raise ValueError("monotonic_window constrains a left-to-right decoder; not the NAT's.")
 
-    def search(source_ids):
-        if is_nat:
-            length_beam = nat_kwargs["length_beam"]
-            # No candidate is longer than its source plus the largest offset, so that bounds
-            # the buffers, which would otherwise span every position. Inside translate()'s
-            # graph the source width is unknown when traced: a tensor, which XLA folds to a
-            # constant for each padded shape it compiles.
-            source_width = ops.shape(source_ids)[1]
-            if isinstance(source_width, int):
-                width = max(2, min(max_length, source_width + max_offset))
-            else:
-                width = ops.minimum(source_width + max_offset, max_length)
-            decode, lengths = decode_and_lengths(model, source_ids, width, length_beam)
+    if is_nat:
+        length_beam = nat_kwargs["length_beam"]
+        refine_kwargs = {k: v for k, v in nat_kwargs.items() if k != "length_beam"}
+
+        def candidates(source_ids):
+            """``(B, l)`` candidate lengths: the length predictor's best, or for a max-length
+            model each sentence's widest length."""
+            _, lengths = decode_and_lengths(model, source_ids, max_length, length_beam)
+            if "lengths" in lengths:
+                return ops.expand_dims(lengths["lengths"], 1)
+            return length_candidates(
+                **lengths, length_beam=length_beam, max_offset=max_offset, max_length=max_length
+            )
+
+        def refine(source_ids, lengths, width_template):
+            """Mask-Predict at the given candidate lengths, on buffers as wide as
+            ``width_template`` (a shape, so that XLA compiles it as a constant)."""
+            width = ops.shape(width_template)[1]
+            decode, _ = decode_and_lengths(model, source_ids, width, length_beam)
             rescore = None
             if teacher is not None:
                 rescore = rescorer(teacher, source_ids, kwargs.get("bos_id", BOS_ID))
             ids, _ = nat_search(
-                decode, **lengths, max_length=width, rescore=rescore, **nat_kwargs
+                decode, max_length=width, lengths=lengths, rescore=rescore, **refine_kwargs
             )
             return ids
+
+        candidates, refine = compile_stage(candidates), compile_stage(refine)
+
+        def nat(source_ids):
+            # The buffers span the longest candidate, rounded up to a multiple of 8 (few
+            # compiled shapes), not every position: the decoder runs T times on them. Two
+            # stages, since a width read from values cannot be a shape inside one XLA program;
+            # the encoder runs in both (it costs far less than the positions it saves).
+            lengths = candidates(source_ids)  # (B, l)
+            longest = ops.max(lengths)
+            width = ops.minimum(
+                (longest + _LENGTH_BUCKET - 1) // _LENGTH_BUCKET * _LENGTH_BUCKET, max_length
+            )
+            return refine(source_ids, lengths, ops.zeros((1, width), "int32"))
+
+        return nat
+
+    def search(source_ids):
         step, caches = step_and_caches(model, source_ids, max_length, monotonic_window)
         if method == "beam":
             ids, _ = beam_search(step, caches, max_length, beam_size=beam_size, **kwargs)
@@ -212,7 +241,7 @@ def translator_search(model, method, max_length, beam_size=4, **kwargs):
             return greedy_search(step, caches, max_length, **kwargs)
         return sample(step, caches, max_length, **kwargs)
 
-    return search
+    return compile_stage(search)
 
 
 def _check_rescorer(teacher, model, max_length):
@@ -320,7 +349,13 @@ def translate(
             ids_kwargs["bos_id"] = tokenizer.bos_id
         if method == "beam":
             ids_kwargs["beam_size"] = beam_size
-        search = translator_search(model, method, max_length, **ids_kwargs)
+        search = translator_search(
+            model,
+            method,
+            max_length,
+            compile_stage=lambda f: tf.function(f, jit_compile=True, autograph=False),
+            **ids_kwargs,
+        )
         functions[settings] = _make_translate_function(
             tf, tokenizer, search, layers.max_source_length
         )
@@ -337,8 +372,7 @@ def translate(
 
 
 def _make_translate_function(tf, tokenizer, search, source_limit):
-    """The frame in a ``tf.function`` over the search under XLA, on bucketed shapes."""
-    compiled = tf.function(search, jit_compile=True, autograph=False)
+    """The frame in a ``tf.function`` over the search (compiled by XLA), on bucketed shapes."""
 
     def bucketed(source):  # (B', S)
         batch, length = tf.shape(source)[0], tf.shape(source)[1]
@@ -348,7 +382,7 @@ def _make_translate_function(tf, tokenizer, search, source_limit):
         if source_limit is not None:
             padded = tf.maximum(tf.minimum(padded, source_limit), length)
         source = tf.pad(source, [[0, rows - batch], [0, padded - length]])
-        return compiled(source)[:batch]  # (B', L)
+        return search(source)[:batch]  # (B', L)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     def run(sentences):
