@@ -23,21 +23,12 @@ import sentencepiece as spm
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-__all__ = [
-    "BOS_ID",
-    "BOS_PIECE",
-    "EOS_ID",
-    "EOS_PIECE",
-    "PAD_ID",
-    "PAD_PIECE",
-    "SentencePieceTokenizer",
-    "UNK_ID",
-    "UNK_PIECE",
-    "train_sentencepiece",
-]
+# The special ids and pieces, re-exported here beside the vocabulary that fixes them.
+from zoo.special_ids import *  # noqa: F403
+from zoo.special_ids import __all__ as _SPECIAL
 
-PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
-PAD_PIECE, UNK_PIECE, BOS_PIECE, EOS_PIECE = "<pad>", "<unk>", "<s>", "</s>"
+__all__ = [*_SPECIAL, "SentencePieceTokenizer", "train_sentencepiece"]
+
 
 _RESERVED_OPTIONS = (
     "pad_id", "unk_id", "bos_id", "eos_id", "pad_piece", "unk_piece", "bos_piece", "eos_piece",

@@ -5,7 +5,7 @@ import numbers
 import keras
 from keras import ops
 
-from zoo.data.sentencepiece_vocab import BOS_ID, EOS_ID
+from zoo.special_ids import BOS_ID, EOS_ID
 from zoo.decoding.search_helpers import (
     batch_size,
     check_max_length,

@@ -6,7 +6,7 @@ TensorFlow graph mode and compile with XLA (``tf.function(jit_compile=True)``).
 
 from keras import ops
 
-from zoo.data.sentencepiece_vocab import BOS_ID, EOS_ID, PAD_ID
+from zoo.special_ids import BOS_ID, EOS_ID, PAD_ID
 from zoo.decoding.search_helpers import (
     batch_size,
     check_max_length,

@@ -15,7 +15,7 @@ import numbers
 
 from keras import ops
 
-from zoo.data.sentencepiece_vocab import EOS_ID, PAD_ID, UNK_ID
+from zoo.special_ids import EOS_ID, PAD_ID, UNK_ID
 from zoo.decoding.search_helpers import check_count, check_max_length, mask_padding_logits
 
 __all__ = [

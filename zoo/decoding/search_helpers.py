@@ -8,7 +8,7 @@ import numbers
 import keras
 from keras import ops
 
-from zoo.data.sentencepiece_vocab import PAD_ID
+from zoo.special_ids import PAD_ID
 
 __all__ = [
     "batch_size",

@@ -11,7 +11,7 @@ import weakref
 
 from keras import ops
 
-from zoo.data.sentencepiece_vocab import BOS_ID, EOS_ID, PAD_ID
+from zoo.special_ids import BOS_ID, EOS_ID, PAD_ID
 from zoo.decoding.beam import beam_search
 from zoo.decoding.greedy import greedy_search
 from zoo.decoding.nat import MAX_ITERATIONS, check_length_beam, length_candidates, nat_search
