@@ -74,7 +74,9 @@ def run(args):
     limit = translator_layers(models["AT"]).max_source_length or 10**9
     sources = [s[:limit] for s in sources]
     os.makedirs(args.out, exist_ok=True)
-    results, outputs = {}, {}
+    gpu = jax.devices()[0]
+    device = f"{gpu.device_kind} ({gpu.platform}), JAX {jax.__version__}, Keras {keras.__version__}"
+    results = {}
     for name, settings in AT_ROWS + NAT_ROWS:
         model = models[name.split()[0]]
         settings = dict(settings)
@@ -98,17 +100,17 @@ def run(args):
         ids, ms_64 = timed(64, len(sources))
         _, ms_1 = timed(1, min(args.batch1_sentences, len(sources)))
         results[name] = {"ms_1": ms_1, "ms_64": ms_64}
-        outputs[name] = ids
         print(f"{name}: {ms_1:.2f} ms/sentence at batch 1, {ms_64:.3f} at batch 64", flush=True)
-    device = jax.devices()[0]
-    results["_device"] = f"{device.device_kind} ({device.platform}), JAX {jax.__version__}, " \
-                         f"Keras {keras.__version__}"
-    with open(os.path.join(args.out, "times.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    for name, ids in outputs.items():
+        # Written row by row: a run cut short still leaves the rows it finished.
         width = max(len(row) for row in ids)
         padded = np.stack([np.pad(row, (0, width - len(row))) for row in ids])
-        np.save(os.path.join(args.out, name.replace(" ", "_").replace("=", "") + ".npy"), padded)
+        np.save(os.path.join(args.out, _file_name(name)), padded)
+        with open(os.path.join(args.out, "times.json"), "w") as f:
+            json.dump(dict(results, _device=device), f, indent=1)
+
+
+def _file_name(row):
+    return row.replace(" ", "_").replace("=", "") + ".npy"
 
 
 def report(args):
@@ -126,7 +128,7 @@ def report(args):
     device = times.pop("_device")
     rows, anchor = [], times["AT beam 4"]
     for name, timing in times.items():
-        ids = np.load(os.path.join(args.out, name.replace(" ", "_").replace("=", "") + ".npy"))
+        ids = np.load(os.path.join(args.out, _file_name(name)))
         ids = np.where(np.cumsum(ids == EOS_ID, axis=1) > 0, 0, ids)
         texts = [t.decode("utf-8", errors="replace") for t in tokenizer.detokenize(ids).numpy()]
         bleu = corpus_bleu(texts, references)
