@@ -9,6 +9,14 @@ os.environ["XLA_FLAGS"] = (
     os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
 ).strip()
 
+# Under pytest-xdist each worker gets its share of the cores for TensorFlow's thread pools (here
+# and in its subprocesses): more threads than cores only spin and preempt the other worker.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+if _WORKERS > 1:
+    _THREADS = str(max(1, (os.cpu_count() or 1) // _WORKERS))
+    for _name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS"):
+        os.environ.setdefault(_name, _THREADS)
+
 # TensorFlow and Keras leave several hundred thousand long-lived objects after import. Freezing
 # them keeps every garbage collection (the automatic ones while graphs are traced, and the
 # several that pytest runs at exit) from walking them again; it saved about a third of a short
@@ -19,3 +27,31 @@ import keras  # noqa: E402, F401
 import tensorflow  # noqa: E402, F401
 
 gc.freeze()
+
+
+# pytest-xdist hands out whole files (--dist loadfile) in collection order, each to the next
+# idle worker. The longest files go first, so that the run does not end with one of them
+# running alone; the others keep their order. From the per-file sums of a full run's
+# `pytest --junitxml` (longest first); a file missing here only runs later.
+LONGEST_FIRST = (
+    "tests/tasks/test_nat_task.py",
+    "tests/test_notebooks.py",
+    "tests/models/test_translator_options.py",
+    "tests/decoding/test_beam.py",
+    "tests/layers/test_layers_on_jax.py",
+    "tests/export/test_tagger_serving.py",
+    "tests/test_cli.py",
+    "tests/export/test_translator_serving.py",
+    "tests/training/test_train.py",
+    "tests/models/test_tagger.py",
+    "tests/decoding/test_translate_nat.py",
+    "tests/benchmarks/test_tagger_throughput.py",
+    "tests/training/test_train_tagger.py",
+    "tests/decoding/test_tagging.py",
+    "tests/export/test_nat_serving.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
