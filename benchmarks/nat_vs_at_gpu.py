@@ -144,7 +144,7 @@ def report(args):
             "python benchmarks/nat_vs_at_gpu.py prepare|run|report (see its docstring)",
             table,
             notes=[f"the timed run: {device} (the report's machine line is where BLEU was "
-                   "scored)", f"AT: {args.at}; NAT: {args.nat}",
+                   "scored)", f"AT: {os.path.relpath(args.at, ROOT)}; NAT: {os.path.relpath(args.nat, ROOT)}",
                    f"{len(references)} sentences at batch 64; the first "
                    f"{min(args.batch1_sentences, len(references))} at batch 1"],
         )
