@@ -5,7 +5,6 @@ import numbers
 import keras
 from keras import ops
 
-from zoo.special_ids import BOS_ID, EOS_ID
 from zoo.decoding.search_helpers import (
     batch_size,
     check_max_length,
@@ -13,6 +12,7 @@ from zoo.decoding.search_helpers import (
     tile_for_beams,
     write_column,
 )
+from zoo.special_ids import BOS_ID, EOS_ID
 
 __all__ = ["beam_search", "length_penalty"]
 

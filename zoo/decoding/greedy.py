@@ -6,13 +6,13 @@ TensorFlow graph mode and compile with XLA (``tf.function(jit_compile=True)``).
 
 from keras import ops
 
-from zoo.special_ids import BOS_ID, EOS_ID, PAD_ID
 from zoo.decoding.search_helpers import (
     batch_size,
     check_max_length,
     mask_padding_logits,
     write_column,
 )
+from zoo.special_ids import BOS_ID, EOS_ID, PAD_ID
 
 __all__ = ["greedy_search", "uncached_greedy_search"]
 

@@ -15,8 +15,8 @@ import numbers
 
 from keras import ops
 
-from zoo.special_ids import EOS_ID, PAD_ID, UNK_ID
 from zoo.decoding.search_helpers import check_count, check_max_length, mask_padding_logits
+from zoo.special_ids import EOS_ID, PAD_ID, UNK_ID
 
 __all__ = [
     "MAX_ITERATIONS",

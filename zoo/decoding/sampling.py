@@ -5,13 +5,13 @@ import numbers
 import keras
 from keras import ops
 
-from zoo.special_ids import BOS_ID, EOS_ID, PAD_ID
 from zoo.decoding.search_helpers import (
     batch_size,
     check_max_length,
     mask_padding_logits,
     write_column,
 )
+from zoo.special_ids import BOS_ID, EOS_ID, PAD_ID
 
 __all__ = ["sample", "sample_from_logits"]
 

@@ -11,7 +11,6 @@ import weakref
 
 from keras import ops
 
-from zoo.special_ids import BOS_ID, EOS_ID, PAD_ID
 from zoo.decoding.beam import beam_search
 from zoo.decoding.greedy import greedy_search
 from zoo.decoding.nat import MAX_ITERATIONS, check_length_beam, length_candidates, nat_search
@@ -20,6 +19,7 @@ from zoo.decoding.search_helpers import check_count
 from zoo.models.nat import decode_and_lengths, nat_modes
 from zoo.models.translator import rescorer, step_and_caches, translator_layers
 from zoo.progress import Progress
+from zoo.special_ids import BOS_ID, EOS_ID, PAD_ID
 
 __all__ = ["nat_counts", "translate", "translate_strings", "translator_search"]
 
