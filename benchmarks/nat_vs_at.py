@@ -23,9 +23,10 @@ import tensorflow as tf
 from common import append_results, machine_description, markdown_table
 
 from zoo.data import EOS_ID, load_multi30k
-from zoo.decoding import length_candidates, nat_search, translate
+from zoo.decoding import nat_search, translate
+from zoo.decoding.translation import nat_length_candidates
 from zoo.evaluation import corpus_bleu
-from zoo.models.nat import decode_and_lengths
+from zoo.models.nat import decode_and_lengths, nat_modes
 from zoo.models.translator import translator_layers
 from zoo.tasks import load
 
@@ -56,7 +57,8 @@ def length_report(model, tokenizer, pairs, iterations=(1, 4), batch_size=64):
     Returns:
         ``{"exact", "within_1", "in_top_3", "out_of_range", "bleu_gold": {T: scores}}``.
     """
-    max_offset = (model.output["length"].shape[-1] - 1) // 2
+    modes = nat_modes(model)
+    max_offset = modes.max_offset
     max_length = translator_layers(model).max_length
     limit = translator_layers(model).max_source_length
 
@@ -67,12 +69,9 @@ def length_report(model, tokenizer, pairs, iterations=(1, 4), batch_size=64):
         return ids
 
     @tf.function(reduce_retracing=True, autograph=False)
-    def predicted(source):
-        _, lengths = decode_and_lengths(model, source, max_length, 1)
-        if "lengths" in lengths:  # a max-length model: its one width per sentence
-            return tf.expand_dims(lengths["lengths"], 1)
-        return length_candidates(**lengths, length_beam=3, max_offset=max_offset,
-                                 max_length=max_length)
+    def predicted(source):  # a max-length model has one width per sentence
+        return nat_length_candidates(model, source, 3 if modes.predicts_length else 1,
+                                     max_length)
 
     counts = {"exact": 0, "within_1": 0, "in_top_3": 0, "out_of_range": 0}
     hypotheses = {steps: [] for steps in iterations}

@@ -21,7 +21,9 @@ from zoo.models.translator import rescorer, step_and_caches, translator_layers
 from zoo.progress import Progress
 from zoo.special_ids import BOS_ID, EOS_ID, PAD_ID
 
-__all__ = ["nat_counts", "translate", "translate_strings", "translator_search"]
+__all__ = [
+    "nat_counts", "nat_length_candidates", "translate", "translate_strings", "translator_search",
+]  # fmt: skip
 
 METHODS = ("beam", "greedy", "sample", "mask_predict")
 NAT_METHODS = ("mask_predict",)  # the methods of a non-autoregressive model (zoo.models.nat)
@@ -137,6 +139,31 @@ def nat_counts(model, iterations=None, length_beam=None):
     return iterations, length_beam
 
 
+def _round_up(n):
+    """``n`` (an int or an int tensor) rounded up to a multiple of ``_LENGTH_BUCKET``."""
+    return (n + _LENGTH_BUCKET - 1) // _LENGTH_BUCKET * _LENGTH_BUCKET
+
+
+def nat_length_candidates(model, source_ids, length_beam, max_length):
+    """A NAT's ``(B, l)`` candidate lengths (EOS included), best first: its length
+    predictor's ``l`` best (:func:`~zoo.decoding.length_candidates`), or for a
+    ``length_mode="max"`` model (``l`` = 1) each sentence's widest length.
+
+    Args:
+        model: a model of :func:`zoo.models.nat.build_nat_translator`.
+        source_ids: ``(B, S)`` int ids, 0-padded.
+        length_beam: l, as checked or clamped by :func:`nat_counts`.
+        max_length: Python int, the longest target (EOS included).
+    """
+    _, lengths = decode_and_lengths(model, source_ids, max_length, length_beam)
+    if "lengths" in lengths:
+        return ops.expand_dims(lengths["lengths"], 1)
+    return length_candidates(
+        **lengths, length_beam=length_beam, max_offset=nat_modes(model).max_offset,
+        max_length=max_length,
+    )
+
+
 def translator_search(model, method, max_length, beam_size=4, compile_stage=None, **kwargs):
     """A translator's ids -> ids search, for :func:`translate_strings`.
 
@@ -175,7 +202,6 @@ def translator_search(model, method, max_length, beam_size=4, compile_stage=None
 
     if is_nat:
         # Checked, or clamped (a tensor), once: the memory is repeated by the count searched.
-        max_offset = nat_modes(model).max_offset
         nat_kwargs = {k: v for k, v in kwargs.items() if k not in ("bos_id", "rescorer")}
         nat_kwargs["iterations"], nat_kwargs["length_beam"] = nat_counts(
             model, kwargs.get("iterations", 1), kwargs.get("length_beam", 1)
@@ -194,14 +220,7 @@ def translator_search(model, method, max_length, beam_size=4, compile_stage=None
         refine_kwargs = {k: v for k, v in nat_kwargs.items() if k != "length_beam"}
 
         def candidates(source_ids):
-            """``(B, l)`` candidate lengths: the length predictor's best, or for a max-length
-            model each sentence's widest length."""
-            _, lengths = decode_and_lengths(model, source_ids, max_length, length_beam)
-            if "lengths" in lengths:
-                return ops.expand_dims(lengths["lengths"], 1)
-            return length_candidates(
-                **lengths, length_beam=length_beam, max_offset=max_offset, max_length=max_length
-            )
+            return nat_length_candidates(model, source_ids, length_beam, max_length)
 
         def refine(source_ids, lengths, width_template):
             """Mask-Predict at the given candidate lengths, on buffers as wide as
@@ -224,10 +243,7 @@ def translator_search(model, method, max_length, beam_size=4, compile_stage=None
             # stages, since a width read from values cannot be a shape inside one XLA program;
             # the encoder runs in both (it costs far less than the positions it saves).
             lengths = candidates(source_ids)  # (B, l)
-            longest = ops.max(lengths)
-            width = ops.minimum(
-                (longest + _LENGTH_BUCKET - 1) // _LENGTH_BUCKET * _LENGTH_BUCKET, max_length
-            )
+            width = ops.minimum(_round_up(ops.max(lengths)), max_length)
             return refine(source_ids, lengths, ops.zeros((1, width), "int32"))
 
         return nat
@@ -378,7 +394,7 @@ def _make_translate_function(tf, tokenizer, search, source_limit):
         batch, length = tf.shape(source)[0], tf.shape(source)[1]
         # The next power of two rows and multiple of 8 tokens (within the positions).
         rows = tf.while_loop(lambda n: n < batch, lambda n: 2 * n, [tf.constant(1)])[0]
-        padded = tf.maximum((length + _LENGTH_BUCKET - 1) // _LENGTH_BUCKET, 1) * _LENGTH_BUCKET
+        padded = tf.maximum(_round_up(length), _LENGTH_BUCKET)
         if source_limit is not None:
             padded = tf.maximum(tf.minimum(padded, source_limit), length)
         source = tf.pad(source, [[0, rows - batch], [0, padded - length]])
