@@ -52,6 +52,13 @@ def non_negative_float(text):
     return _number(float, 0, text)
 
 
+def fraction(text):
+    value = _number(float, 0, text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"{text} is not less than 1")
+    return value
+
+
 def minutes(text):
     value = _number(float, 0, text)
     if value == 0:
@@ -83,6 +90,20 @@ BLEU_SAMPLE = flag("--bleu-sample", dest="bleu_sample_size", type=count,
 RESCORE_WITH = flag("--rescore-with", metavar="DIR",
                     help="a translator (workdir or export) of the same vocabulary that picks "
                     "among the length candidates")
+# The training levers of a small corpus (issue 11's sweep); each overrides the preset's field.
+DROPOUT = flag("--dropout", type=fraction, help="residual dropout (default: the preset's)")
+ATTENTION_DROPOUT = flag("--attention-dropout", type=fraction,
+                         help="dropout on the attention weights (default: the preset's)")
+ACTIVATION_DROPOUT = flag("--activation-dropout", type=fraction,
+                          help="dropout on the feed-forward activations (default: the preset's)")
+LEARNING_RATE = flag("--learning-rate", type=non_negative_float,
+                     help="the peak learning rate (default: the preset's)")
+WARMUP_STEPS = flag("--warmup-steps", type=positive_int,
+                    help="steps of linear warm-up to the peak (default: the preset's)")
+LABEL_SMOOTHING = flag("--label-smoothing", type=fraction,
+                       help="label smoothing of the cross entropy (default: the preset's)")
+REGULARIZATION = (DROPOUT, ATTENTION_DROPOUT, ACTIVATION_DROPOUT, LEARNING_RATE, WARMUP_STEPS,
+                  LABEL_SMOOTHING)
 CROSS_ATTENTION_SCORE = flag("--cross-attention-score",
                              choices=("scaled_dot", "dot", "cosine", "additive"),
                              help="the score function of cross attention (default scaled_dot)")
@@ -127,7 +148,7 @@ TASKS = {
         "splits": ("train", "val", "test2016"),
         "predict": "translate",
         "train": (
-            EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE,
+            EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE, *REGULARIZATION,
             CROSS_ATTENTION_SCORE, CROSS_ATTENTION_LAYERS, SCHEDULED_SAMPLING,
             SCHEDULED_SAMPLING_K, GUIDED_ATTENTION, COPY_MECHANISM,
         ),
@@ -161,7 +182,8 @@ TASKS = {
         "splits": ("train", "val", "test2016"),
         "predict": "translate",
         "train": (
-            EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE, CROSS_ATTENTION_SCORE,
+            EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE, *REGULARIZATION,
+            CROSS_ATTENTION_SCORE,
             flag("--decoder-input", choices=("mask", "copy"),
                  help="mask tokens (CMLM) or a uniform copy of the source (default mask)"),
             flag("--length-mode", choices=("predict", "max"),

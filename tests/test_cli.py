@@ -122,6 +122,10 @@ def test_version():
         (["evaluate", "tagger", "--beam-size", "3", "--workdir", "w"],
          ["--beam-size", "translator only"]),
         (["train", "translator", "--epochs", "0", "--workdir", "w"], ["--epochs", "0"]),
+        (["train", "translator", "--dropout", "1.5", "--workdir", "w"],
+         ["--dropout", "1.5 is not less than 1"]),
+        (["train", "tagger", "--learning-rate", "1e-3", "--workdir", "w"],
+         ["--learning-rate", "nat and translator only"]),
         (["train", "translator", "--scheduled-sampling-k", "-1", "--workdir", "w"],
          ["--scheduled-sampling-k", "less than 0"]),
         (["train", "translator", "--cross-attention-layers", "first", "--workdir", "w"],
@@ -225,6 +229,14 @@ def test_the_tables_of_the_command_line_match_the_tasks():
     assert zoo_cli.build_parser().parse_args(argv).copy_mechanism is True
     assert not hasattr(zoo_cli.build_parser().parse_args(argv[:-1]), "copy_mechanism")
     assert zoo_cli.STRATEGIES == STRATEGIES
+    # The training levers override config fields of the same name (never task options).
+    import dataclasses
+
+    from zoo.models import NATConfig, TranslatorConfig
+
+    levers = {names[0][2:].replace("-", "_") for names, _ in zoo_cli.REGULARIZATION}
+    for config_class in (TranslatorConfig, NATConfig):
+        assert levers <= {field.name for field in dataclasses.fields(config_class)}
 
 
 def test_every_evaluate_and_predict_flag_is_an_option_of_its_task():
