@@ -397,7 +397,13 @@ def run_on_jax(script, timeout=600):
         KERAS_BACKEND="jax",
         JAX_PLATFORMS="cpu",
         PYTHONPATH=REPO_ROOT,
-        TF_CPP_MIN_LOG_LEVEL="3",  # XLA_FLAGS come from tests/conftest.py
+        TF_CPP_MIN_LOG_LEVEL="3",
+        # One thread (besides tests/conftest.py's flags): at test sizes XLA's thread pool costs
+        # more than it saves (45 s against 47 s alone here), and it would take the other
+        # pytest worker's core. Only a JAX process may have these: TensorFlow's XLA rejects
+        # the second flag.
+        XLA_FLAGS=os.environ.get("XLA_FLAGS", "")
+        + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
     )
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=timeout
