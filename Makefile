@@ -28,12 +28,13 @@ $(BENCH_STAMP): $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-# The main job: train the tiny translator for a bounded time, evaluate it, export it, and
-# translate through the exported SavedModel next to the shipped one. About 10 minutes.
+# The main job: train the demo translator for 6 minutes, evaluate it, export it, and translate
+# through the exported SavedModel next to the shipped one. About 10 minutes.
 DEMO := workdirs/demo
 demo: $(STAMP)
 	rm -rf $(DEMO) saved_models/demo-translator
-	$(BIN)/zoo train translator --preset tiny --workdir $(DEMO) --epochs 100 --time-limit 6 --bleu-sample 100
+	$(BIN)/zoo train translator --preset demo --xla --workdir $(DEMO) --time-limit 6 --bleu-sample 0
+	@echo "The demo translator after 6 minutes of training (its target: at least 15 BLEU on test2016):"
 	$(BIN)/zoo evaluate translator --workdir $(DEMO) --splits test2016 --method beam --beam-size 5
 	$(BIN)/zoo export translator --workdir $(DEMO) --output saved_models/demo-translator
 	$(BIN)/python zoo/export/compare.py saved_models/demo-translator saved_models/translator-en-de

@@ -144,7 +144,7 @@ DATA = flag("--data", dest="data_dir", type=os.path.abspath,
 TASKS = {
     "translator": {
         "help": "the autoregressive En->De translator (Multi30k)",
-        "presets": ("tiny", "small", "base"),
+        "presets": ("tiny", "demo", "small", "base"),
         "splits": ("train", "val", "test2016"),
         "predict": "translate",
         "train": (

@@ -14,7 +14,7 @@ IDS = {
 
 
 def test_presets_are_derived_and_overridable():
-    assert set(TRANSLATOR_PRESETS) == {"tiny", "small", "base"}
+    assert set(TRANSLATOR_PRESETS) == {"tiny", "demo", "small", "base"}
     small = translator_config("small")
     assert (small.encoder_layers, small.d_model, small.ff_dim, small.num_heads) == (4, 128, 256, 4)
     assert translator_config("small", epochs=3).epochs == 3

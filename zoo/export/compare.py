@@ -69,6 +69,8 @@ def load_translator(directory, beam_size=None, greedy=False):
         LoadError: no such folder, no SavedModel in it, or it cannot be loaded.
     """
     path = _serving_path(directory)
+    # TensorFlow's C++ start-up lines (CUDA probing, oneDNN) are noise here, unless asked for.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the SentencePiece ops of the SavedModel)
 
