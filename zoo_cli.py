@@ -137,6 +137,9 @@ GUIDED_ATTENTION = flag("--guided-attention", dest="guided_attention_weight", ty
                         "diagonal (default 0: off)")
 COPY_MECHANISM = flag("--copy-mechanism", action="store_true",
                       help="a pointer-generator that copies source pieces into the output")
+SERVING_VERSION = flag("--serving-version", dest="version", type=positive_int, metavar="N",
+                       help="write the SavedModel to serving/N/, TF Serving's version folder "
+                       "(default 1)")
 # Absolute, so that the workdir's config names the same folder from any current directory.
 DATA = flag("--data", dest="data_dir", type=os.path.abspath,
             help="a folder of `zoo distill`: train on its pairs instead of Multi30k's train split")
@@ -160,7 +163,7 @@ TASKS = {
             flag("--method", choices=("beam", "greedy", "sample"), help="search (default beam)"),
             flag("--beam-size", type=positive_int, help="beams (default 4)"),
         ),
-        "export": (),
+        "export": (SERVING_VERSION,),
     },
     "tagger": {
         "help": "the UPOS tagger (UD English-EWT)",
@@ -174,7 +177,7 @@ TASKS = {
         ),
         "evaluate": (),
         "predict_flags": (),
-        "export": (),
+        "export": (SERVING_VERSION,),
     },
     "nat": {
         "help": "the non-autoregressive En->De translator (Multi30k; CMLM, Mask-Predict)",
@@ -191,7 +194,7 @@ TASKS = {
         ),
         "evaluate": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH),
         "predict_flags": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH),
-        "export": (),
+        "export": (SERVING_VERSION,),
     },
 }
 PREDICT_HELP = {

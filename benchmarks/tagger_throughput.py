@@ -19,7 +19,7 @@ the same, and the figure is the ratio of the throughputs, in tokens (words) tagg
     python benchmarks/tagger_throughput.py [--model-dir saved_models/tagger-en-ewt] [--quick]
 
 ``--model-dir`` is a folder of :func:`zoo.export.export_tagger`: ``model.keras``,
-``vocabulary.json`` and ``serving/``.
+``vocabulary.json`` and ``serving/1/`` (the highest version is read).
 """
 
 import argparse
@@ -36,7 +36,7 @@ import common  # noqa: E402  (benchmarks/common.py)
 from common import replace_section  # noqa: E402,F401  (also used by the tests as bench.replace_section)
 
 import zoo  # noqa: E402, F401  (registers the layers for load_model)
-from zoo.artifacts import MODEL_FILE, SERVING_DIR, TAGGER_VOCABULARY_FILE  # noqa: E402
+from zoo.artifacts import MODEL_FILE, TAGGER_VOCABULARY_FILE, latest_serving_path  # noqa: E402
 from zoo.data import TaggerVocabulary, load_ud_english_ewt  # noqa: E402
 from zoo.decoding import tag_sentences  # noqa: E402
 
@@ -50,17 +50,20 @@ def load_tagger(model_dir):
     """``(keras_model, vocabulary, serving_function)`` of an exported tagger folder."""
     missing = [
         name
-        for name in (MODEL_FILE, TAGGER_VOCABULARY_FILE, SERVING_DIR)
+        for name in (MODEL_FILE, TAGGER_VOCABULARY_FILE)
         if not os.path.exists(os.path.join(model_dir, name))
     ]
+    serving_dir = latest_serving_path(model_dir)
+    if serving_dir is None:
+        missing.append("serving/N/saved_model.pb")
     if missing:
         raise FileNotFoundError(
             f"{model_dir} lacks {', '.join(missing)}: pass --model-dir, a folder written by "
-            "zoo.export.export_tagger (model.keras, vocabulary.json, serving/)."
+            "zoo.export.export_tagger (model.keras, vocabulary.json, serving/1/)."
         )
     model = keras.models.load_model(os.path.join(model_dir, MODEL_FILE), compile=False)
     vocabulary = TaggerVocabulary.load(os.path.join(model_dir, TAGGER_VOCABULARY_FILE))
-    serving = tf.saved_model.load(os.path.join(model_dir, SERVING_DIR))
+    serving = tf.saved_model.load(serving_dir)
     return model, vocabulary, serving.signatures["serving_default"]
 
 

@@ -60,6 +60,16 @@ def test_each_input_gives_one_output_line_whatever_the_model_emits(capsys, monke
     assert capsys.readouterr().out.splitlines() == ["a b X Y Z", "c X Y Z"]
 
 
+def test_export_writes_the_version_tf_serving_reads(tmp_path, capsys):
+    out = tmp_path / "tagger"
+    main(["export", "tagger", "--workdir", SHIPPED_TAGGER, "--output", str(out),
+          "--serving-version", "3"])  # fmt: skip
+    assert sorted(os.listdir(out)) == ["model.keras", "serving", "vocabulary.json"]
+    assert os.listdir(out / "serving") == ["3"]
+    assert os.path.isfile(out / "serving" / "3" / "saved_model.pb")
+    assert capsys.readouterr().out.strip() == f"exported to {out}"
+
+
 def test_a_workdir_without_a_model_exits_with_a_message(tmp_path):
     with pytest.raises(SystemExit, match="no trained model"):
         main(["tag", "--workdir", str(tmp_path), "a b"])
@@ -122,6 +132,8 @@ def test_version():
         (["evaluate", "tagger", "--beam-size", "3", "--workdir", "w"],
          ["--beam-size", "translator only"]),
         (["train", "translator", "--epochs", "0", "--workdir", "w"], ["--epochs", "0"]),
+        (["export", "tagger", "--workdir", "w", "--output", "o", "--serving-version", "0"],
+         ["--serving-version", "0"]),
         (["train", "translator", "--dropout", "1.5", "--workdir", "w"],
          ["--dropout", "1.5 is not less than 1"]),
         (["train", "tagger", "--learning-rate", "1e-3", "--workdir", "w"],

@@ -3,15 +3,20 @@
 A workdir (``zoo train``) and an export folder (``zoo export``) share the inference files: the
 model (:data:`MODEL_FILE`) and the task's vocabulary (:data:`SENTENCEPIECE_FILE` for the
 translators, :data:`TAGGER_VOCABULARY_FILE` for the tagger). A workdir adds the training state;
-an export folder adds the serving SavedModel (:data:`SERVING_DIR`).
+an export folder adds the serving SavedModel (:func:`serving_path`).
 """
+
+import os
 
 MODEL_FILE = "model.keras"  # the trained (or exported) model
 CONFIG_FILE = "config.json"  # the model config a workdir was trained with
 SENTENCEPIECE_PREFIX = "sentencepiece"  # the translators' joint vocabulary, without its suffix
 SENTENCEPIECE_FILE = SENTENCEPIECE_PREFIX + ".model"
 TAGGER_VOCABULARY_FILE = "vocabulary.json"  # the tagger's word, character and XPOS vocabularies
-SERVING_DIR = "serving"  # the SavedModel of an export folder: text in, text out
+# TF Serving's layout: SERVING_DIR is a model's base path, holding one SavedModel (text in, text
+# out) per version in a folder named by the number; TF Serving serves the highest.
+SERVING_DIR = "serving"
+SERVING_VERSION = 1  # the version `zoo export` writes unless told otherwise
 
 # Training state in a workdir.
 CHECKPOINT_FILE = "checkpoint.keras"  # the model after the last finished epoch
@@ -28,3 +33,20 @@ DISTILL_MANIFEST_FILE = "distill.json"  # teacher, beam size, sentences, seconds
 DISTILL_SOURCE_FILE = "train.en"  # the training sources, one per line, in corpus order
 DISTILL_TARGET_FILE = "train.de"  # the teacher's translations, line by line with the sources
 DISTILL_PARTIAL_FILE = "train.de.partial"  # "index<TAB>translation" lines, as they are made
+
+
+def serving_path(export_dir, version=SERVING_VERSION):
+    """The SavedModel folder of ``version`` in an export folder: ``export_dir/serving/N``."""
+    return os.path.join(export_dir, SERVING_DIR, str(version))
+
+
+def latest_serving_path(export_dir):
+    """The SavedModel folder TF Serving would serve from an export folder (the highest version
+    that holds a ``saved_model.pb``), or ``None`` if there is none."""
+    base = os.path.join(export_dir, SERVING_DIR)
+    names = os.listdir(base) if os.path.isdir(base) else []
+    versions = [int(name) for name in names if name.isdigit()]
+    for version in sorted(versions, reverse=True):
+        if os.path.isfile(os.path.join(base, str(version), "saved_model.pb")):
+            return serving_path(export_dir, version)
+    return None

@@ -3,8 +3,10 @@
 import os
 
 import keras
+import pytest
 import tensorflow as tf
 
+from zoo.artifacts import latest_serving_path, serving_path
 from zoo.export.folder import write_export
 
 
@@ -40,9 +42,30 @@ def test_write_export_writes_every_part_and_draws_its_stages(tmp_path, capsys):
     assert sorted(os.listdir(out)) == ["model.keras", "serving", "vocab.txt"]
     reloaded = keras.models.load_model(os.path.join(out, "model.keras"))
     assert reloaded.name == "tiny" and getattr(reloaded, "optimizer", None) is None
-    serving = tf.saved_model.load(os.path.join(out, "serving"))
+    serving = tf.saved_model.load(serving_path(out))
     assert set(serving.signatures) == {"serving_default", "predict"}
     y = serving.signatures["serving_default"](x=tf.ones([1, 2]))["y"]
     assert y.numpy().tolist() == [[2.0, 2.0]]
     captured = capsys.readouterr()
     assert captured.out == "" and "5/5" in captured.err  # model, vocabulary, 2 traces, save
+
+
+def test_versions_follow_tf_servings_layout(tmp_path):
+    """serving/ is TF Serving's base path: each export writes serving/<version>/, the newest
+    version is the highest number, and a version that is not a positive integer is refused
+    before anything is written."""
+    inputs = keras.Input((2,))
+    model = keras.Model(inputs, keras.layers.Dense(1)(inputs))
+    out = tmp_path / "out"
+    assert latest_serving_path(out) is None
+    for version in (1, 10, 2):
+        write_export(out, model, "vocab.txt", lambda path: open(path, "w").close(),
+                     _Doubler(model), version=version)  # fmt: skip
+    assert sorted(os.listdir(out / "serving")) == ["1", "10", "2"]
+    assert latest_serving_path(out) == serving_path(out, 10) == str(out / "serving" / "10")
+    assert os.path.isfile(os.path.join(serving_path(out), "saved_model.pb"))  # version 1
+    for bad in (0, -1, "3", 2.0, True):
+        with pytest.raises(ValueError, match="version must be a positive integer"):
+            write_export(tmp_path / "bad", model, "vocab.txt", print, _Doubler(model),
+                         version=bad)  # fmt: skip
+    assert not (tmp_path / "bad").exists()

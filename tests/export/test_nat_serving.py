@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from tests.export.conftest import MAX_LENGTH, VOCAB_SIZE
+from zoo.artifacts import serving_path
 from zoo.data import SentencePieceTokenizer, load_multi30k, train_sentencepiece
 from zoo.decoding import translate
 from zoo.decoding.nat import MAX_ITERATIONS, MAX_LENGTH_BEAM
@@ -55,7 +56,7 @@ def export_dir(model, tokenizer, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def serving(export_dir):
-    return tf.saved_model.load(os.path.join(export_dir, "serving"))
+    return tf.saved_model.load(serving_path(export_dir))
 
 
 def _run(serving, signature, inputs=INPUTS, **counts):
@@ -108,7 +109,7 @@ def test_both_options_serve_as_translate_from_the_export_folder(tokenizer, tmp_p
     task, loaded, vocabulary = load(export_dir)
     assert nat_modes(loaded) == nat_modes(model)
     assert task.predict(loaded, vocabulary, TEXTS) == expected
-    serving = tf.saved_model.load(os.path.join(export_dir, "serving"))
+    serving = tf.saved_model.load(serving_path(export_dir))
     assert _run(serving, "serving_default") == expected
     assert _run(serving, "translate_refined", iterations=4, length_beam=3) == expected
 
@@ -162,7 +163,7 @@ def test_the_saved_model_loads_without_zoo(export_dir, serving, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
     encoded = json.dumps([base64.b64encode(s).decode() for s in inputs])
     result = subprocess.run(
-        [sys.executable, "-c", _SERVE_SCRIPT, os.path.join(export_dir, "serving"), encoded],
+        [sys.executable, "-c", _SERVE_SCRIPT, serving_path(export_dir), encoded],
         capture_output=True, text=True, env=dict(env, TF_CPP_MIN_LOG_LEVEL="3"),
         cwd=tmp_path, timeout=300,
     )  # fmt: skip

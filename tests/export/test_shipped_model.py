@@ -4,6 +4,7 @@ import os
 import textwrap
 
 from tests.harness import REPO_ROOT, assert_dog_in_the_snow, serve_without_zoo
+from zoo.artifacts import serving_path
 
 SHIPPED = os.path.join(REPO_ROOT, "saved_models", "translator-en-de")
 
@@ -24,7 +25,7 @@ _SCRIPT = textwrap.dedent(
 
 
 def test_the_shipped_translator_is_small_and_complete():
-    names = ("MODEL_CARD.md", "model.keras", "sentencepiece.model", "serving/saved_model.pb")
+    names = ("MODEL_CARD.md", "model.keras", "sentencepiece.model", "serving/1/saved_model.pb")
     for name in names:
         assert os.path.exists(os.path.join(SHIPPED, name)), name
     size = sum(
@@ -34,5 +35,5 @@ def test_the_shipped_translator_is_small_and_complete():
 
 
 def test_the_shipped_translator_translates_without_zoo():
-    lines = serve_without_zoo(_SCRIPT, os.path.join(SHIPPED, "serving"))
+    lines = serve_without_zoo(_SCRIPT, serving_path(SHIPPED))
     assert_dog_in_the_snow(lines, ("serving_default", "translate_greedy"))

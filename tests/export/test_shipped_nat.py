@@ -6,6 +6,7 @@ import os
 import textwrap
 
 from tests.harness import REPO_ROOT, assert_dog_in_the_snow, serve_without_zoo
+from zoo.artifacts import serving_path
 
 SHIPPED = os.path.join(REPO_ROOT, "saved_models", "nat-en-de")
 TEACHER = os.path.join(REPO_ROOT, "saved_models", "translator-en-de")
@@ -31,7 +32,7 @@ _SCRIPT = textwrap.dedent(
 
 def test_the_shipped_nat_is_small_complete_and_in_its_teachers_vocabulary():
     names = ("MODEL_CARD.md", "model.keras", "sentencepiece.model", "config.json",
-             "serving/saved_model.pb")  # fmt: skip
+             "serving/1/saved_model.pb")  # fmt: skip
     for name in names:
         assert os.path.exists(os.path.join(SHIPPED, name)), name
     size = sum(
@@ -44,5 +45,5 @@ def test_the_shipped_nat_is_small_complete_and_in_its_teachers_vocabulary():
 
 
 def test_the_shipped_nat_translates_without_zoo():
-    lines = serve_without_zoo(_SCRIPT, os.path.join(SHIPPED, "serving"))
+    lines = serve_without_zoo(_SCRIPT, serving_path(SHIPPED))
     assert_dog_in_the_snow(lines, ("serving_default", "one pass"))

@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 from tests.harness import REPO_ROOT
+from zoo.artifacts import serving_path
 from zoo.data import load_ud_english_ewt
 
 SHIPPED = os.path.join(REPO_ROOT, "saved_models", "tagger-en-ewt")
@@ -28,7 +29,7 @@ _SCRIPT = textwrap.dedent(
 
 
 def test_the_shipped_tagger_is_complete_and_its_card_has_its_scores():
-    for name in ("MODEL_CARD.md", "model.keras", "vocabulary.json", "serving/saved_model.pb",
+    for name in ("MODEL_CARD.md", "model.keras", "vocabulary.json", "serving/1/saved_model.pb",
                  "eval/test.json", "config.json"):
         assert os.path.exists(os.path.join(SHIPPED, name)), name
     with open(os.path.join(SHIPPED, "eval", "test.json")) as f:
@@ -42,7 +43,7 @@ def test_the_shipped_tagger_tags_without_zoo_or_tf_text():
     long = [w for s in test for w in s.words][:600]  # beyond the 256-word window
     texts = [" ".join(s.words) for s in test] + ["", " ".join(long)]
     result = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, os.path.join(SHIPPED, "serving")],
+        [sys.executable, "-c", _SCRIPT, serving_path(SHIPPED)],
         input=json.dumps(texts), capture_output=True, text=True, timeout=300, cwd="/",
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=""),
     )

@@ -29,6 +29,7 @@ from tests.decoding.test_tagging import (
     random_tagger,
     trained_tagger,
 )
+from zoo.artifacts import serving_path
 from zoo.data import UPOS_TAGS, TaggerVocabulary, load_ud_english_ewt
 from zoo.decoding import tag_sentences
 from zoo.decoding.tagging import tagging_windows
@@ -147,7 +148,7 @@ def _env(**extra):
 def _serve(models, cases, tmp_path, strict=False):
     """Run ``cases`` against the SavedModels in a fresh process; return its report."""
     requests = {
-        "models": {key: os.path.join(path, "serving") for key, path in models.items()},
+        "models": {key: serving_path(path) for key, path in models.items()},
         "cases": {name: (key, [_b64(t) for t in texts]) for name, (key, texts) in cases.items()},
     }
     requests_path, report_path = tmp_path / "requests.json", tmp_path / "report.json"
@@ -304,7 +305,7 @@ def test_empty_vocabularies_encode_everything_as_unknown():
 def test_the_exported_files(exported, vocabulary):
     for path in exported.values():
         assert sorted(os.listdir(path)) == ["model.keras", "serving", "vocabulary.json"]
-        assert os.path.isfile(os.path.join(path, "serving", "saved_model.pb"))
+        assert os.path.isfile(os.path.join(serving_path(path), "saved_model.pb"))
         assert TaggerVocabulary.load(os.path.join(path, "vocabulary.json")) == vocabulary
 
 
@@ -344,7 +345,7 @@ def test_saved_model_cli_lists_the_signature(exported):
     # The XPOS export has every output; the served outputs of the UPOS export show its three.
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
     result = subprocess.run(
-        [cli, "show", "--all", "--dir", os.path.join(exported["xpos"], "serving")],
+        [cli, "show", "--all", "--dir", serving_path(exported["xpos"])],
         capture_output=True, text=True, timeout=300, env=_env(),
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-4000:]

@@ -2,12 +2,11 @@
 :func:`zoo.decoding.translate` does in Python (the whole serving contract is tested on the plain
 model in test_translator_serving.py; here only that the switch's forward pass reaches the graph)."""
 
-import os
-
 import keras
 import tensorflow as tf
 
 from tests.export.conftest import MAX_LENGTH, VOCAB_SIZE
+from zoo.artifacts import serving_path
 from zoo.decoding import translate
 from zoo.export import export_translator
 from zoo.models import build_translator, translator_config
@@ -31,7 +30,7 @@ def test_served_translations_equal_translate(tokenizer, tmp_path):
     )
     model = build_translator(config)
     folder = export_translator(model, tokenizer, tmp_path / "translator")
-    served = tf.saved_model.load(os.path.join(folder, "serving"))
+    served = tf.saved_model.load(serving_path(folder))
     inputs = tf.constant(SENTENCES)
     greedy = served.signatures["translate_greedy"](inputs=inputs)["translations"]
     beam = served.signatures["translate_beam"](inputs=inputs, beam_size=tf.constant(2))

@@ -22,6 +22,7 @@ import tensorflow as tf
 
 from tests.export.conftest import MAX_LENGTH, VOCAB_SIZE
 from tests.harness import load_in_fresh_process
+from zoo.artifacts import serving_path
 from zoo.data import UNK_ID, SentencePieceTokenizer
 from zoo.decoding import translate
 from zoo.export import MAX_BEAM_SIZE, SIGNATURES, export_translator
@@ -117,7 +118,7 @@ def _serve(export_dir, tmp_path, cases, strict=False):
         ops = os.path.join(package, "python", "ops", "_sentencepiece_tokenizer.so")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
     result = subprocess.run(
-        [sys.executable, "-c", _SERVE_SCRIPT, os.path.join(export_dir, "serving"),
+        [sys.executable, "-c", _SERVE_SCRIPT, serving_path(export_dir),
          str(cases_path), str(report_path), ops],
         capture_output=True, text=True, env=dict(env, TF_CPP_MIN_LOG_LEVEL="3"),
         cwd=tmp_path, timeout=300,
@@ -149,7 +150,7 @@ def test_the_exported_files(export_dir, tokenizer):
     assert sorted(os.listdir(export_dir)) >= ["model.keras", "sentencepiece.model", "serving"]
     with open(os.path.join(export_dir, "sentencepiece.model"), "rb") as f:
         assert f.read() == tokenizer.model_proto
-    assert os.path.isfile(os.path.join(export_dir, "serving", "saved_model.pb"))
+    assert os.path.isfile(os.path.join(serving_path(export_dir), "saved_model.pb"))
 
 
 def test_model_keras_loads_in_a_fresh_process(model, export_dir):
@@ -166,7 +167,7 @@ def test_model_keras_loads_in_a_fresh_process(model, export_dir):
 def test_saved_model_cli_lists_the_signatures(export_dir):
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
     result = subprocess.run(
-        [cli, "show", "--all", "--dir", os.path.join(export_dir, "serving")],
+        [cli, "show", "--all", "--dir", serving_path(export_dir)],
         capture_output=True, text=True, timeout=300,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
     )  # fmt: skip

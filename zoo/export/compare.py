@@ -4,8 +4,8 @@ Usage::
 
     python -m zoo.export.compare DIR [DIR ...] [--greedy | --beam-size K] [-- SENTENCE ...]
 
-Each ``DIR`` is a folder written by :func:`zoo.export.export_translator` (its ``serving/``
-SavedModel is loaded), or a SavedModel folder itself. The sentences after ``--`` are translated
+Each ``DIR`` is a folder written by :func:`zoo.export.export_translator` (the highest version
+in its ``serving/`` is loaded, as TF Serving would), or a SavedModel folder itself. The sentences after ``--`` are translated
 by every model; without them, a few English sentences in the style of Multi30k are. The table
 has one column per model, headed by its folder, and wraps to the terminal's width.
 
@@ -41,14 +41,20 @@ class LoadError(Exception):
 
 
 def _serving_path(directory):
-    """The SavedModel folder of an export folder (``DIR/serving``), or ``DIR`` itself."""
+    """The SavedModel folder of an export folder (the highest version in ``DIR/serving/``, as
+    TF Serving picks it; zoo.artifacts.latest_serving_path, which this script cannot import),
+    of a base path (the highest version in ``DIR``), or ``DIR`` itself."""
     if not os.path.isdir(directory):
         raise LoadError(f"{directory}: no such folder")
-    for path in (os.path.join(directory, "serving"), directory):
-        if os.path.isfile(os.path.join(path, "saved_model.pb")):
-            return path
+    for base in (os.path.join(directory, "serving"), directory):
+        names = os.listdir(base) if os.path.isdir(base) else []
+        for version in sorted((int(name) for name in names if name.isdigit()), reverse=True):
+            if os.path.isfile(os.path.join(base, str(version), "saved_model.pb")):
+                return os.path.join(base, str(version))
+    if os.path.isfile(os.path.join(directory, "saved_model.pb")):
+        return directory
     raise LoadError(
-        f"{directory}: no SavedModel in {os.path.join(directory, 'serving')} "
+        f"{directory}: no SavedModel in {os.path.join(directory, 'serving', 'N')} "
         f"(write one with `zoo export translator --workdir WORKDIR --output {directory}`)"
     )
 

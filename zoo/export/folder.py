@@ -1,4 +1,5 @@
-"""The export folder of every task, written once: ``model.keras``, the vocabulary, ``serving/``.
+"""The export folder of every task, written once: ``model.keras``, the vocabulary and
+``serving/<version>/``, the SavedModel in TF Serving's layout.
 
 A task's serving module (a ``tf.Module`` whose ``tf.function`` methods are the signatures)
 brings the text processing; :func:`write_export` writes the folder the same way for every
@@ -10,7 +11,7 @@ import os
 import keras
 import tensorflow as tf
 
-from zoo.artifacts import MODEL_FILE, SERVING_DIR
+from zoo.artifacts import MODEL_FILE, SERVING_VERSION, serving_path
 from zoo.progress import Progress
 
 __all__ = ["save_serving", "write_export"]
@@ -32,7 +33,8 @@ def save_serving(module, path, signatures, progress=None):
     return os.fspath(path)
 
 
-def write_export(output_dir, model, vocabulary_file, write_vocabulary, serving, verbose=False):
+def write_export(output_dir, model, vocabulary_file, write_vocabulary, serving, verbose=False,
+                 version=SERVING_VERSION):
     """Write an export folder; return its path.
 
     Args:
@@ -44,7 +46,11 @@ def write_export(output_dir, model, vocabulary_file, write_vocabulary, serving, 
         write_vocabulary: ``path -> None``, writes the vocabulary.
         serving: the task's serving module, with a ``signatures`` dict (name -> function).
         verbose: draw a progress bar on stderr, one step per stage.
+        version: the SavedModel's version folder, ``serving/<version>/`` (a positive integer;
+            TF Serving serves the highest version of its base path, ``serving/``).
     """
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"version must be a positive integer, got {version!r}.")
     output_dir = os.fspath(output_dir)
     signatures = serving.signatures
     progress = Progress(3 + len(signatures), enabled=verbose, unit="stage")
@@ -54,5 +60,5 @@ def write_export(output_dir, model, vocabulary_file, write_vocabulary, serving, 
     progress.add(1)
     write_vocabulary(os.path.join(output_dir, vocabulary_file))
     progress.add(1)
-    save_serving(serving, os.path.join(output_dir, SERVING_DIR), signatures, progress)
+    save_serving(serving, serving_path(output_dir, version), signatures, progress)
     return output_dir

@@ -27,7 +27,7 @@ tokens translates to ``""``, and every translation is valid UTF-8. In Python::
     import tensorflow as tf
     import tensorflow_text  # registers the SentencePiece ops
 
-    nat = tf.saved_model.load("output_dir/serving")
+    nat = tf.saved_model.load("output_dir/serving/1")
     nat.signatures["translate_refined"](
         inputs=tf.constant(["A dog runs."]), iterations=tf.constant(10),
         length_beam=tf.constant(5))["translations"]
@@ -39,6 +39,7 @@ References:
 
 import tensorflow as tf
 
+from zoo.artifacts import SERVING_VERSION
 from zoo.decoding.nat import MAX_ITERATIONS, MAX_LENGTH_BEAM
 from zoo.decoding.translation import nat_counts
 from zoo.export.text_serving import STRINGS, TextServing, export_text_serving, positive_int
@@ -169,8 +170,9 @@ def export_nat(
     default_iterations=None,
     default_length_beam=None,
     verbose=False,
+    version=SERVING_VERSION,
 ):
-    """Write ``model.keras``, ``sentencepiece.model`` and the ``serving/`` SavedModel of a
+    """Write ``model.keras``, ``sentencepiece.model`` and the ``serving/<version>/`` SavedModel of a
     non-autoregressive translator.
 
     The SavedModel's signatures, ``serving_default`` and ``translate_refined`` (with
@@ -190,6 +192,8 @@ def export_nat(
         default_length_beam: the candidate lengths per sentence in ``serving_default``;
             None: 3, or 1 for a max-length model.
         verbose: draw a progress bar on stderr over the export's stages.
+        version: the SavedModel's version, written to ``serving/<version>/`` (TF Serving's
+            layout: ``serving/`` is the model's base path).
 
     Returns:
         ``output_dir``, as a ``str``.
@@ -206,4 +210,4 @@ def export_nat(
         default_iterations=default_iterations,
         default_length_beam=default_length_beam,
     )
-    return export_text_serving(model, serving, output_dir, verbose=verbose)
+    return export_text_serving(model, serving, output_dir, verbose=verbose, version=version)

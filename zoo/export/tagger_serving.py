@@ -15,7 +15,7 @@ sentences, the model, Viterbi decoding of a CRF head (:func:`zoo.layers.crf_deco
 TensorFlow ops) and the tag names. It uses core TensorFlow ops only: loading it needs
 TensorFlow, and neither zoo, Keras nor the tf-text ops; any TensorFlow Serving image serves it.
 
-The signature (``saved_model_cli show --all --dir output_dir/serving`` lists it):
+The signature (``saved_model_cli show --all --dir output_dir/serving/1`` lists it):
 
 - ``serving_default``: ``sentences`` (``tf.string``, shape ``[None]``) ->
 
@@ -51,7 +51,7 @@ they can afford. The function runs in plain graph mode (no XLA). In Python::
 
     import tensorflow as tf
 
-    tagger = tf.saved_model.load("output_dir/serving")
+    tagger = tf.saved_model.load("output_dir/serving/1")
     outputs = tagger.signatures["serving_default"](sentences=tf.constant(["A dog runs ."]))
     outputs["tags"]     # [[b"DET", b"NOUN", b"VERB", b"PUNCT"]]
     outputs["lengths"]  # [4]
@@ -71,7 +71,7 @@ References:
 
 import tensorflow as tf
 
-from zoo.artifacts import TAGGER_VOCABULARY_FILE
+from zoo.artifacts import SERVING_VERSION, TAGGER_VOCABULARY_FILE
 from zoo.data.conllu import UPOS_TAGS
 from zoo.data.tagger_vocabulary import BOW_ID, EOW_ID, FIRST_CHAR_ID, FIRST_WORD_ID, OOV_ID, PAD_ID
 from zoo.data.utf8 import repair_utf8
@@ -307,8 +307,9 @@ class TaggerServing(tf.Module):
         return tuple(tag_ids)
 
 
-def export_tagger(model, vocabulary, output_dir, window=None, verbose=False):
-    """Write ``model.keras``, ``vocabulary.json`` and the ``serving/`` SavedModel.
+def export_tagger(model, vocabulary, output_dir, window=None, verbose=False,
+                  version=SERVING_VERSION):
+    """Write ``model.keras``, ``vocabulary.json`` and the ``serving/<version>/`` SavedModel.
 
     The SavedModel's ``serving_default`` maps ``sentences`` (``tf.string [None]``) to ``tags``
     (``tf.string [B, T]``, padded with ``""``), ``lengths`` (``tf.int32 [B]``), ``tokens``
@@ -324,6 +325,8 @@ def export_tagger(model, vocabulary, output_dir, window=None, verbose=False):
         window: the most tokens per model call of the SavedModel; defaults to the model's
             ``max_length``.
         verbose: draw a progress bar on stderr over the export's stages.
+        version: the SavedModel's version, written to ``serving/<version>/`` (TF Serving's
+            layout: ``serving/`` is the model's base path).
 
     Returns:
         ``output_dir``, as a ``str``.
@@ -341,12 +344,13 @@ def export_tagger(model, vocabulary, output_dir, window=None, verbose=False):
         >>> out = export_tagger(model, vocabulary, os.path.join(tempfile.mkdtemp(), "tagger"))
         >>> sorted(os.listdir(out))
         ['model.keras', 'serving', 'vocabulary.json']
-        >>> serving = tf.saved_model.load(os.path.join(out, "serving"))
+        >>> serving = tf.saved_model.load(os.path.join(out, "serving", "1"))
         >>> outputs = serving.signatures["serving_default"](sentences=tf.constant(["A cat ."]))
         >>> outputs["tokens"].numpy().tolist(), outputs["lengths"].numpy().tolist()
         ([[b'A', b'cat', b'.']], [3])
     """
     serving = TaggerServing(model, vocabulary, window=window)
     return write_export(
-        output_dir, model, TAGGER_VOCABULARY_FILE, vocabulary.save, serving, verbose=verbose
+        output_dir, model, TAGGER_VOCABULARY_FILE, vocabulary.save, serving, verbose=verbose,
+        version=version,
     )

@@ -8,7 +8,7 @@ search of :func:`zoo.decoding.translator_search` in the frame of
 
 import tensorflow as tf
 
-from zoo.artifacts import SENTENCEPIECE_FILE
+from zoo.artifacts import SENTENCEPIECE_FILE, SERVING_VERSION
 from zoo.data.sentencepiece_vocab import PAD_ID, SentencePieceTokenizer
 from zoo.decoding.translation import translate_strings, translator_search
 from zoo.export.folder import save_serving, write_export
@@ -120,14 +120,16 @@ class TextServing(tf.Module):
         return translate_strings(inputs, self.tokenizer, search, self.max_input_length)
 
 
-def export_text_serving(model, serving, output_dir, verbose=False):
+def export_text_serving(model, serving, output_dir, verbose=False, version=SERVING_VERSION):
     """Write ``model.keras``, ``sentencepiece.model`` (the tokenizer of ``serving``) and the
-    SavedModel of ``serving`` (a :class:`TextServing`) into ``output_dir``; return its path."""
+    SavedModel of ``serving`` (a :class:`TextServing`) as ``version`` into ``output_dir``;
+    return its path."""
 
     def write_vocabulary(path):
         with open(path, "wb") as f:
             f.write(serving.tokenizer.model_proto)
 
     return write_export(
-        output_dir, model, SENTENCEPIECE_FILE, write_vocabulary, serving, verbose=verbose
+        output_dir, model, SENTENCEPIECE_FILE, write_vocabulary, serving, verbose=verbose,
+        version=version,
     )

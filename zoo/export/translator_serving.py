@@ -15,7 +15,7 @@ caches, the cut after EOS and detokenization. Loading it needs TensorFlow and th
 (``import tensorflow_text``), not zoo and not Keras; TensorFlow Serving images that include the
 tf-text ops serve it as it is.
 
-The signatures (``saved_model_cli show --all --dir output_dir/serving`` lists them):
+The signatures (``saved_model_cli show --all --dir output_dir/serving/1`` lists them):
 
 - ``serving_default``: ``inputs`` (``tf.string``, shape ``[None]``) -> ``translations``
   (``tf.string``, shape ``[None]``); beam search with the beam size given at export
@@ -46,7 +46,7 @@ The functions run in plain graph mode (no XLA). In Python::
     import tensorflow as tf
     import tensorflow_text  # registers the SentencePiece ops
 
-    translator = tf.saved_model.load("output_dir/serving")
+    translator = tf.saved_model.load("output_dir/serving/1")
     translate = translator.signatures["translate_beam"]
     translate(inputs=tf.constant(["A dog runs."]), beam_size=tf.constant(5))["translations"]
 
@@ -65,6 +65,7 @@ References:
 
 import tensorflow as tf
 
+from zoo.artifacts import SERVING_VERSION
 from zoo.export.text_serving import STRINGS, TextServing, export_text_serving, positive_int
 
 __all__ = ["MAX_BEAM_SIZE", "SIGNATURES", "TranslatorServing", "export_translator"]
@@ -196,8 +197,9 @@ def export_translator(
     default_beam_size=4,
     alpha=0.6,
     verbose=False,
+    version=SERVING_VERSION,
 ):
-    """Write ``model.keras``, ``sentencepiece.model`` and the ``serving/`` SavedModel.
+    """Write ``model.keras``, ``sentencepiece.model`` and the ``serving/<version>/`` SavedModel.
 
     The SavedModel's signatures, ``serving_default`` (beam search with ``default_beam_size``),
     ``translate_greedy`` and ``translate_beam`` (with a ``beam_size`` input), map ``inputs``
@@ -217,6 +219,8 @@ def export_translator(
         default_beam_size: the beam size of ``serving_default``, at most :data:`MAX_BEAM_SIZE`.
         alpha: the exponent of the GNMT length penalty of beam search.
         verbose: draw a progress bar on stderr over the export's stages.
+        version: the SavedModel's version, written to ``serving/<version>/`` (TF Serving's
+            layout: ``serving/`` is the model's base path).
 
     Returns:
         ``output_dir``, as a ``str``.
@@ -237,7 +241,7 @@ def export_translator(
         >>> sorted(os.listdir(out))
         ['model.keras', 'sentencepiece.model', 'serving']
         >>> import tensorflow_text  # registers the SentencePiece ops
-        >>> serving = tf.saved_model.load(os.path.join(out, "serving"))
+        >>> serving = tf.saved_model.load(os.path.join(out, "serving", "1"))
         >>> translate = serving.signatures["translate_beam"]
         >>> outputs = translate(inputs=tf.constant(["A dog runs.", ""]), beam_size=tf.constant(2))
         >>> list(outputs), outputs["translations"].shape, outputs["translations"][1].numpy()
@@ -252,4 +256,4 @@ def export_translator(
         alpha=alpha,
     )
 
-    return export_text_serving(model, serving, output_dir, verbose=verbose)
+    return export_text_serving(model, serving, output_dir, verbose=verbose, version=version)
