@@ -52,6 +52,13 @@ def non_negative_float(text):
     return _number(float, 0, text)
 
 
+def positive_float(text):
+    value = _number(float, 0, text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("0 is not more than 0")
+    return value
+
+
 def fraction(text):
     value = _number(float, 0, text)
     if value >= 1:
@@ -96,7 +103,7 @@ ATTENTION_DROPOUT = flag("--attention-dropout", type=fraction,
                          help="dropout on the attention weights (default: the preset's)")
 ACTIVATION_DROPOUT = flag("--activation-dropout", type=fraction,
                           help="dropout on the feed-forward activations (default: the preset's)")
-LEARNING_RATE = flag("--learning-rate", type=non_negative_float,
+LEARNING_RATE = flag("--learning-rate", type=positive_float,
                      help="the peak learning rate (default: the preset's)")
 WARMUP_STEPS = flag("--warmup-steps", type=positive_int,
                     help="steps of linear warm-up to the peak (default: the preset's)")

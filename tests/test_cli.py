@@ -136,6 +136,8 @@ def test_version():
          ["--serving-version", "0"]),
         (["train", "translator", "--dropout", "1.5", "--workdir", "w"],
          ["--dropout", "1.5 is not less than 1"]),
+        (["train", "nat", "--learning-rate", "0", "--workdir", "w"],
+         ["--learning-rate", "not more than 0"]),
         (["train", "tagger", "--learning-rate", "1e-3", "--workdir", "w"],
          ["--learning-rate", "nat and translator only"]),
         (["train", "translator", "--scheduled-sampling-k", "-1", "--workdir", "w"],
