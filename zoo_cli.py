@@ -55,7 +55,7 @@ def non_negative_float(text):
 def positive_float(text):
     value = _number(float, 0, text)
     if value == 0:
-        raise argparse.ArgumentTypeError("0 is not more than 0")
+        raise argparse.ArgumentTypeError(f"{text} is not more than 0")
     return value
 
 
