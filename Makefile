@@ -29,7 +29,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 # The main job: train the demo translator for 6 minutes, evaluate it, export it, and translate
-# through the exported SavedModel next to the shipped one. About 10 minutes.
+# through the exported SavedModel next to the shipped one. About 7 minutes once .venv exists.
 DEMO := workdirs/demo
 demo: $(STAMP)
 	rm -rf $(DEMO) saved_models/demo-translator

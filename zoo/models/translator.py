@@ -217,7 +217,8 @@ PRESETS["tiny"] = replace(
     epochs=2,
 )
 # `small`'s width with half its depth, a short warm-up at a higher peak and no attention dropout
-# (its random numbers cost a quarter of a block's step): what learns most in 6 minutes.
+# (its random numbers cost a quarter of a block's step), so that 6 minutes buy several epochs.
+# One setting was tried (21.88 BLEU on val after 6 minutes); it is not the result of a sweep.
 PRESETS["demo"] = replace(
     PRESETS["small"],
     vocab_size=4000,
