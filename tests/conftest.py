@@ -30,25 +30,26 @@ gc.freeze()
 
 
 # pytest-xdist hands out whole files (--dist loadfile) in collection order, each to the next
-# idle worker. The longest files go first, so that the run does not end with one of them
-# running alone; the others keep their order. From the per-file sums of a full run's
-# `pytest --junitxml` (longest first); a file missing here only runs later.
+# idle worker; --no-loadscope-reorder (pyproject.toml) keeps that order, which xdist otherwise
+# replaces by the files' test counts. The longest files go first, so that the run does not end
+# with one of them running alone; the others keep their order. From the per-file times of a
+# full run (longest first); a file missing here only runs later.
 LONGEST_FIRST = (
-    "tests/tasks/test_nat_task.py",
     "tests/test_notebooks.py",
-    "tests/models/test_translator_options.py",
-    "tests/decoding/test_beam.py",
-    "tests/layers/test_layers_on_jax.py",
-    "tests/export/test_tagger_serving.py",
+    "tests/training/test_train_tagger.py",
     "tests/test_cli.py",
+    "tests/export/test_tagger_serving.py",
+    "tests/layers/test_layers_on_jax.py",
+    "tests/decoding/test_beam.py",
+    "tests/tasks/test_nat_task.py",
+    "tests/models/test_translator_options.py",
     "tests/export/test_translator_serving.py",
+    "tests/export/test_nat_serving.py",
+    "tests/decoding/test_tagging.py",
     "tests/training/test_train.py",
     "tests/models/test_tagger.py",
-    "tests/decoding/test_translate_nat.py",
-    "tests/benchmarks/test_tagger_throughput.py",
-    "tests/training/test_train_tagger.py",
-    "tests/decoding/test_tagging.py",
-    "tests/export/test_nat_serving.py",
+    "tests/training/test_distillation.py",
+    "tests/export/test_translator_options.py",
 )
 
 
