@@ -6,7 +6,9 @@ translators, :data:`TAGGER_VOCABULARY_FILE` for the tagger). A workdir adds the 
 an export folder adds the serving SavedModel (:func:`serving_path`).
 """
 
+import contextlib
 import os
+import shutil
 
 MODEL_FILE = "model.keras"  # the trained (or exported) model
 CONFIG_FILE = "config.json"  # the model config a workdir was trained with
@@ -50,3 +52,60 @@ def latest_serving_path(export_dir):
         if os.path.isfile(os.path.join(base, str(version), "saved_model.pb")):
             return serving_path(export_dir, version)
     return None
+
+
+@contextlib.contextmanager
+def written_atomically(path):
+    """Yield a temporary path beside ``path`` to write (a file or a folder); once the block
+    ends without an error, rename it to ``path``, so that a crash or a kill at any moment
+    leaves either the old ``path`` or the new one, never a partial one.
+
+    The temporary name starts with ``.partial-`` and ends with ``path``'s name (Keras reads
+    the suffix: ``.keras``, ``.weights.h5``). An existing folder at ``path`` is first renamed
+    to ``.old-<name>`` (a folder cannot be replaced in one rename), so a kill between the two
+    renames leaves the old folder there.
+
+    Example:
+        >>> with written_atomically("model.keras") as temporary:  # doctest: +SKIP
+        ...     model.save(temporary)
+    """
+    folder, name = os.path.split(os.fspath(path))
+    temporary = os.path.join(folder, f".partial-{name}")
+    _remove(temporary)  # left by a killed run
+    try:
+        yield temporary
+        if os.path.isdir(temporary) and os.path.isdir(path):
+            # os.replace cannot replace a folder that has files: move the old one aside first.
+            old = os.path.join(folder, f".old-{name}")
+            _remove(old)
+            os.replace(path, old)
+            os.replace(temporary, path)
+            _remove(old)
+        else:
+            os.replace(temporary, path)
+    finally:
+        _remove(temporary)
+
+
+def save_model_atomically(model, path):
+    """``model.save(path)`` (``.keras``) or ``model.save_weights(path)`` (``.weights.h5``),
+    through :func:`written_atomically`."""
+    with written_atomically(path) as temporary:
+        if os.fspath(path).endswith(".weights.h5"):
+            model.save_weights(temporary)
+        else:
+            model.save(temporary)
+
+
+def write_text_atomically(path, text):
+    """Write ``text`` (UTF-8, ``\\n`` line ends) to ``path`` through :func:`written_atomically`."""
+    with written_atomically(path) as temporary:
+        with open(temporary, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+
+
+def _remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.remove(path)

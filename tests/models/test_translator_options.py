@@ -234,7 +234,8 @@ def test_scheduled_sampling_counts_fit_steps_resumes_and_survives_a_keras_file(t
     workdir = str(tmp_path / "run")
 
     def fit(model, *callbacks):
-        backup = standard_callbacks(workdir)[0]  # keras.callbacks.BackupAndRestore
+        backup, = (c for c in standard_callbacks(workdir)
+                   if isinstance(c, keras.callbacks.BackupAndRestore))
         return model.fit(
             inputs, labels, batch_size=2, epochs=2, verbose=0, callbacks=[backup, *callbacks]
         )

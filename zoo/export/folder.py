@@ -11,7 +11,13 @@ import os
 import keras
 import tensorflow as tf
 
-from zoo.artifacts import MODEL_FILE, SERVING_VERSION, serving_path
+from zoo.artifacts import (
+    MODEL_FILE,
+    SERVING_VERSION,
+    save_model_atomically,
+    serving_path,
+    written_atomically,
+)
 from zoo.progress import Progress
 
 __all__ = ["save_serving", "write_export"]
@@ -21,13 +27,17 @@ def save_serving(module, path, signatures, progress=None):
     """Trace each of ``signatures`` (name -> ``tf.function`` of ``module``), then save.
 
     Tracing is the slow part of an export; doing it signature by signature lets ``progress``
-    (a :class:`zoo.progress.Progress`) move. Returns ``path`` as a ``str``.
+    (a :class:`zoo.progress.Progress`) move. The SavedModel is written beside ``path`` and
+    renamed into place, so a server watching the folder never loads a half-written one.
+    Returns ``path`` as a ``str``.
     """
     for function in signatures.values():
         function.get_concrete_function()
         if progress is not None:
             progress.add(1)
-    tf.saved_model.save(module, os.fspath(path), signatures=signatures)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with written_atomically(path) as temporary:
+        tf.saved_model.save(module, temporary, signatures=signatures)
     if progress is not None:
         progress.add(1)
     return os.fspath(path)
@@ -38,7 +48,7 @@ def write_export(output_dir, model, vocabulary_file, write_vocabulary, serving, 
     """Write an export folder; return its path.
 
     Args:
-        output_dir: the folder (created if missing; its files are overwritten).
+        output_dir: the folder (created if missing; its files are replaced, each atomically).
         model: the trained Keras model. Its ``.keras`` file here is for inference: an
             uncompiled model of the same layers, since a compiled model's file also carries
             the optimizer state (twice the weights again).
@@ -56,9 +66,10 @@ def write_export(output_dir, model, vocabulary_file, write_vocabulary, serving, 
     progress = Progress(3 + len(signatures), enabled=verbose, unit="stage")
     os.makedirs(output_dir, exist_ok=True)
     inference_model = keras.Model(model.input, model.output, name=model.name)
-    inference_model.save(os.path.join(output_dir, MODEL_FILE))
+    save_model_atomically(inference_model, os.path.join(output_dir, MODEL_FILE))
     progress.add(1)
-    write_vocabulary(os.path.join(output_dir, vocabulary_file))
+    with written_atomically(os.path.join(output_dir, vocabulary_file)) as temporary:
+        write_vocabulary(temporary)
     progress.add(1)
     save_serving(serving, serving_path(output_dir, version), signatures, progress)
     return output_dir

@@ -10,7 +10,7 @@ dev accuracy is kept. Evaluation: accuracy overall and on OOV words. Export: ``m
 import dataclasses
 import os
 
-from zoo.artifacts import TAGGER_VOCABULARY_FILE
+from zoo.artifacts import TAGGER_VOCABULARY_FILE, written_atomically
 from zoo.data import TaggerVocabulary, load_ud_english_ewt
 from zoo.data.tagging_pipeline import make_tagging_dataset
 from zoo.decoding import tag_sentences
@@ -50,7 +50,8 @@ class TaggingTask(Task):
             lowercase=config.lowercase,
             max_word_length=config.max_word_length,
         )
-        vocabulary.save(os.path.join(workdir, TAGGER_VOCABULARY_FILE))
+        with written_atomically(os.path.join(workdir, TAGGER_VOCABULARY_FILE)) as temporary:
+            vocabulary.save(temporary)
 
     def load_vocabulary(self, folder):
         return TaggerVocabulary.load(os.path.join(folder, TAGGER_VOCABULARY_FILE))

@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from zoo.artifacts import EPOCHS_DIR, MODEL_FILE
+from zoo.artifacts import EPOCHS_DIR, MODEL_FILE, save_model_atomically
 
 __all__ = ["average_checkpoints", "average_weights", "epoch_checkpoints"]
 
@@ -87,5 +87,5 @@ def average_checkpoints(workdir, last):
         )
     _, model, _ = load(workdir)
     average_weights(model, paths[-last:])
-    model.save(os.path.join(workdir, MODEL_FILE))
+    save_model_atomically(model, os.path.join(workdir, MODEL_FILE))
     return model, paths[-last:]

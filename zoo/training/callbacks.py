@@ -1,10 +1,15 @@
 """Training callbacks that Keras does not have."""
 
 import json
+import math
 import os
 import time
+import warnings
 
 import keras
+import numpy as np
+
+from zoo.artifacts import save_model_atomically, write_text_atomically
 
 
 class TimeLimit(keras.callbacks.Callback):
@@ -62,30 +67,80 @@ class ValidationBleu(keras.callbacks.Callback):
             logs["val_bleu"] = corpus_bleu(hypotheses, references)["bleu"]
 
 
-class BestCheckpoint(keras.callbacks.ModelCheckpoint):
+class NonFiniteLossError(ValueError):
+    """The training loss became NaN or infinite (raised by :class:`StopOnNonFiniteLoss`)."""
+
+
+class StopOnNonFiniteLoss(keras.callbacks.Callback):
+    """Stop training at the first batch whose loss is NaN or infinite, keeping the last good state.
+
+    It raises :class:`NonFiniteLossError`, naming the step, from inside ``fit``: the callbacks
+    that save at the end of an epoch (the backup, ``checkpoint.keras``, ``model.keras``) never
+    see the broken weights, so the workdir keeps the last finished epoch. (Keras's
+    ``TerminateOnNaN`` only stops, and the epoch's end then saves the NaN weights.) It must
+    come before any callback that saves after a batch.
+    """
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is None:
+            return
+        loss = float(np.asarray(loss))
+        if not math.isfinite(loss):
+            step = int(np.asarray(self.model.optimizer.iterations))
+            raise NonFiniteLossError(
+                f"the training loss became {loss} at step {step} (epoch {self._epoch + 1}, "
+                f"batch {batch + 1}); training stopped, and the workdir keeps the last finished "
+                "epoch (a lower learning rate, or no mixed precision, may avoid it)."
+            )
+
+
+class ModelFile(keras.callbacks.Callback):
+    """Save the model at ``path`` (``.keras``) after every epoch, atomically: a kill during
+    the save leaves the previous epoch's file, never a truncated one."""
+
+    def __init__(self, path):
+        super().__init__()
+        self.path = path
+
+    def on_epoch_end(self, epoch, logs=None):
+        save_model_atomically(self.model, self.path)
+
+
+class BestCheckpoint(keras.callbacks.Callback):
     """Save the model at ``path`` whenever ``monitor`` beats its best value (higher is better).
 
-    Unlike ``ModelCheckpoint(save_best_only=True)`` alone, the best value survives a crash:
-    it is written beside the model (``path + ".json"``) and read back when training resumes,
-    so a resumed run never overwrites a better model with a worse one.
+    The best value survives a crash: it is written beside the model (``path + ".json"``) and
+    read back when training resumes, so a resumed run never overwrites a better model with a
+    worse one. Both files are written atomically.
     """
 
     def __init__(self, path, monitor):
+        super().__init__()
+        self.path = path
+        self.monitor = monitor
         self._score_path = path + ".json"
-        best = None
+        self.best = None
         if os.path.exists(self._score_path) and os.path.exists(path):
             with open(self._score_path) as f:
-                best = json.load(f)["best"]
-        super().__init__(
-            path, monitor=monitor, mode="max", save_best_only=True, initial_value_threshold=best
-        )
+                self.best = json.load(f)["best"]
 
     def on_epoch_end(self, epoch, logs=None):
-        previous = self.best
-        super().on_epoch_end(epoch, logs)
-        if self.best != previous:
-            with open(self._score_path, "w") as f:
-                json.dump({"monitor": self.monitor, "best": float(self.best), "epoch": epoch}, f)
+        value = (logs or {}).get(self.monitor)
+        if value is None:  # as Keras's ModelCheckpoint does: say so, and train on
+            warnings.warn(f"BestCheckpoint: no {self.monitor!r} in this epoch's logs; not saved.")
+            return
+        value = float(np.asarray(value))
+        if self.best is not None and not value > self.best:
+            return
+        self.best = value
+        save_model_atomically(self.model, self.path)
+        write_text_atomically(
+            self._score_path, json.dumps({"monitor": self.monitor, "best": value, "epoch": epoch})
+        )
 
 
 class LastCheckpoints(keras.callbacks.Callback):
@@ -107,6 +162,7 @@ class LastCheckpoints(keras.callbacks.Callback):
         from zoo.training.average import epoch_checkpoints
 
         os.makedirs(self.directory, exist_ok=True)
-        self.model.save_weights(os.path.join(self.directory, EPOCH_WEIGHTS.format(epoch=epoch + 1)))
+        path = os.path.join(self.directory, EPOCH_WEIGHTS.format(epoch=epoch + 1))
+        save_model_atomically(self.model, path)
         for path in epoch_checkpoints(self.directory)[: -self.keep]:
             os.remove(path)

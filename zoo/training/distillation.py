@@ -22,6 +22,7 @@ from zoo.artifacts import (
     DISTILL_PARTIAL_FILE,
     DISTILL_SOURCE_FILE,
     DISTILL_TARGET_FILE,
+    write_text_atomically,
 )
 from zoo.data import load_multi30k, one_line, read_parallel
 from zoo.decoding import translate
@@ -111,8 +112,8 @@ def distill(teacher_folder, workdir, beam_size=5, batch_size=64, limit=None, ver
             _save_manifest(manifest_path, manifest)
             progress.add(len(batch))
 
-    _write_atomically(os.path.join(workdir, DISTILL_SOURCE_FILE), _lines(sources))
-    _write_atomically(
+    write_text_atomically(os.path.join(workdir, DISTILL_SOURCE_FILE), _lines(sources))
+    write_text_atomically(
         os.path.join(workdir, DISTILL_TARGET_FILE), _lines(done[i] for i in range(len(sources)))
     )
     manifest.update(seconds=round(seconds + time.monotonic() - start, 1), finished=True)
@@ -191,7 +192,7 @@ def _read_manifest(path):
 
 
 def _save_manifest(path, manifest):
-    _write_atomically(path, json.dumps(manifest, indent=2) + "\n")
+    write_text_atomically(path, json.dumps(manifest, indent=2) + "\n")
 
 
 def _read_partial(path, count):
@@ -223,14 +224,6 @@ def _read_partial(path, count):
 
 def _lines(texts):
     return "".join(text + "\n" for text in texts)
-
-
-def _write_atomically(path, text):
-    """Write under a temporary name, then rename: a reader sees the old file or the new one."""
-    temporary = path + ".tmp"
-    with open(temporary, "w", encoding="utf-8", newline="\n") as f:
-        f.write(text)
-    os.replace(temporary, path)
 
 
 def _say(verbose, message):

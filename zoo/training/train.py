@@ -23,8 +23,16 @@ from zoo.artifacts import (
     HISTORY_FILE,
     LOGS_DIR,
     MODEL_FILE,
+    save_model_atomically,
+    write_text_atomically,
 )
-from zoo.training.callbacks import BestCheckpoint, LastCheckpoints, TimeLimit
+from zoo.training.callbacks import (
+    BestCheckpoint,
+    LastCheckpoints,
+    ModelFile,
+    StopOnNonFiniteLoss,
+    TimeLimit,
+)
 from zoo.training.strategy import get_strategy
 
 __all__ = ["check_config", "standard_callbacks", "train", "training_dtype_policy"]
@@ -55,8 +63,7 @@ def check_config(config, workdir):
                 "use a new --workdir, or the same config to resume."
             )
     else:
-        with open(path, "w") as f:
-            json.dump(fields, f, indent=2)
+        write_text_atomically(path, json.dumps(fields, indent=2))
 
 
 @contextlib.contextmanager
@@ -75,8 +82,9 @@ def standard_callbacks(workdir, time_limit=None, metrics=(), extra=(), ema=False
                        keep_checkpoints=5):
     """The callbacks of every zoo training run, in the order that makes each one see the rest.
 
-    BackupAndRestore state in ``backup/`` (rerunning the same command resumes from the last
-    finished epoch; with more epochs, a finished run trains on); with ``ema`` the swap to the
+    A stop at the first NaN or infinite loss (:class:`StopOnNonFiniteLoss`, before anything
+    saves); BackupAndRestore state in ``backup/`` (rerunning the same command resumes from the
+    last finished epoch; with more epochs, a finished run trains on); with ``ema`` the swap to the
     averaged weights; the ``metrics`` callbacks, which add to the epoch logs; then
     ``checkpoint.keras`` after every epoch, the weights of the last ``keep_checkpoints``
     epochs in ``epochs/`` (for ``zoo average``), TensorBoard logs in ``logs/``, every epoch's
@@ -86,11 +94,16 @@ def standard_callbacks(workdir, time_limit=None, metrics=(), extra=(), ema=False
     the backup keeps the raw ones, so that a resumed run goes on exactly.
     """
     callbacks = [
+        # First, so that no callback saves the weights of a batch whose loss is NaN.
+        StopOnNonFiniteLoss(),
         # Kept after the last epoch, so that a longer rerun (more --epochs) goes on from there.
-        keras.callbacks.BackupAndRestore(os.path.join(workdir, BACKUP_DIR), delete_checkpoint=False),
+        # With a second copy: a run killed while writing the backup resumes from the one before.
+        keras.callbacks.BackupAndRestore(
+            os.path.join(workdir, BACKUP_DIR), delete_checkpoint=False, double_checkpoint=True
+        ),
         *([keras.callbacks.SwapEMAWeights(swap_on_epoch=True)] if ema else []),
         *metrics,
-        keras.callbacks.ModelCheckpoint(os.path.join(workdir, CHECKPOINT_FILE)),
+        ModelFile(os.path.join(workdir, CHECKPOINT_FILE)),
         LastCheckpoints(os.path.join(workdir, EPOCHS_DIR), keep_checkpoints),
         keras.callbacks.TensorBoard(os.path.join(workdir, LOGS_DIR)),
         keras.callbacks.CSVLogger(os.path.join(workdir, HISTORY_FILE), append=True),
@@ -193,5 +206,5 @@ def train(
         )
     if monitor and os.path.exists(best_path):
         model.load_weights(best_path)
-    model.save(os.path.join(workdir, MODEL_FILE))
+    save_model_atomically(model, os.path.join(workdir, MODEL_FILE))
     return model, history, vocabulary
