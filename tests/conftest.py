@@ -42,6 +42,7 @@ LONGEST_FIRST = (
     "tests/layers/test_layers_on_jax.py",
     "tests/decoding/test_beam.py",
     "tests/export/test_serving_docs.py",
+    "tests/export/test_serving_fuzz.py",
     "tests/tasks/test_nat_task.py",
     "tests/models/test_translator_options.py",
     "tests/export/test_translator_serving.py",
