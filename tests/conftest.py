@@ -43,6 +43,7 @@ LONGEST_FIRST = (
     "tests/decoding/test_beam.py",
     "tests/export/test_serving_docs.py",
     "tests/export/test_serving_fuzz.py",
+    "tests/training/test_distributed.py",
     "tests/tasks/test_nat_task.py",
     "tests/models/test_translator_options.py",
     "tests/export/test_translator_serving.py",

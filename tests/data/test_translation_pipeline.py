@@ -122,6 +122,15 @@ def test_bucket_spec():
         bucket_spec(64, 32, 0)
 
 
+def test_batch_sizes_are_multiples_of_the_replicas():
+    assert bucket_spec(64, 20, 8, batch_multiple=2) == ([8, 16, 20], [8, 4, 2])
+    assert bucket_spec(64, 20, 8, batch_multiple=3) == ([8, 16, 20], [6, 3, 3])
+    # A bucket whose budget holds fewer examples than replicas still gives each one example.
+    assert bucket_spec(64, 20, 8, batch_multiple=4) == ([8, 16, 20], [8, 4, 4])
+    with pytest.raises(ValueError, match="batch_multiple must be a positive int"):
+        bucket_spec(64, 20, 8, batch_multiple=0)
+
+
 def test_shuffle_is_seeded_and_reshuffles_each_epoch(pairs, tokenizer):
     def first_sources(ds):
         return [tuple(_unpad(row)) for source, _, _ in _batches(ds) for row in source]

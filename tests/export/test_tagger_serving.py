@@ -290,6 +290,23 @@ def test_random_words_encode_in_the_graph_as_in_python(max_word_length, lowercas
     assert (expected["words"][0] > 1).sum() >= len(known) // 2  # many words are found
 
 
+@pytest.mark.parametrize("long_word", ["ab" + "c" * 99_996 + "ba", "A\x00" * 50_000],
+                         ids=["100k characters", "50k NULs"])
+def test_many_words_beside_one_very_long_word_encode_in_bounded_memory(long_word):
+    """Found by benchmarks/serving_fuzz.py: the graph once used a ragged tensor's row ids
+    (broadcasting, ragged boolean_mask and reduce_join do), which TensorFlow builds in N x the
+    longest row: 16 GB for these requests, and minutes; now a few MB and well under a second."""
+    vocabulary = TaggerVocabulary(["a"], list("abc"), max_word_length=6, lowercase=True)
+    config = tagger_config("tiny", max_length=MAX_LENGTH, **vocabulary.config_overrides())
+    serving = TaggerServing(build_tagger(config), vocabulary)
+    words = ["a"] * 20_000 + [long_word]
+    word_ids, char_ids = serving.encode(tf.constant(words))
+    assert word_ids.shape == (20_001,) and char_ids.shape == (20_001, 6)
+    expected = vocabulary.encode([words[-2:]])
+    np.testing.assert_array_equal(word_ids.numpy()[-2:], expected["words"][0])
+    np.testing.assert_array_equal(char_ids.numpy()[-2:], expected["chars"][0])
+
+
 def test_empty_vocabularies_encode_everything_as_unknown():
     vocabulary = TaggerVocabulary([], [], max_word_length=10)
     config = tagger_config("tiny", max_length=MAX_LENGTH, **vocabulary.config_overrides())

@@ -108,8 +108,11 @@ def train_sentencepiece(
     parent = os.path.dirname(model_prefix)
     if parent:
         os.makedirs(parent, exist_ok=True)
+    # Trained under a temporary prefix and renamed after, the .model last: a reader (another
+    # worker waiting for it) never sees a partial file.
+    partial = os.path.join(parent, ".partial-" + os.path.basename(model_prefix))
     options = {
-        "model_prefix": model_prefix,
+        "model_prefix": partial,
         "vocab_size": vocab_size,
         "model_type": model_type,
         "character_coverage": character_coverage,
@@ -130,11 +133,17 @@ def train_sentencepiece(
     spm.set_random_generator_seed(seed)
     try:
         spm.SentencePieceTrainer.train(sentence_iterator=iter(sentences), **options)
+        for suffix in (".vocab", ".model"):
+            os.replace(partial + suffix, model_prefix + suffix)
     except RuntimeError as e:
         raise ValueError(
             f"SentencePiece training failed for vocab_size={vocab_size}, model_type={model_type!r} "
             f"on {len(sentences)} sentences: {e}"
         ) from e
+    finally:
+        for suffix in (".vocab", ".model"):
+            if os.path.exists(partial + suffix):
+                os.remove(partial + suffix)
     return model_prefix + ".model"
 
 

@@ -91,6 +91,7 @@ def make_tagging_dataset(
     word_dropout=0.0,
     xpos=False,
     pad_to_bucket=False,
+    batch_multiple=1,
 ):
     """Build a ``tf.data.Dataset`` of word-budget batches of tagged sentences.
 
@@ -114,6 +115,7 @@ def make_tagging_dataset(
             have XPOS tags.
         pad_to_bucket: pad every batch to its bucket's upper bound, so that batches take few
             shapes (fewer XLA compilations).
+        batch_multiple: batch sizes are multiples of this (see ``zoo.data.bucket_spec``).
 
     Returns:
         A ``tf.data.Dataset`` of ``({"words": (B, T), "chars": (B, T, C)}, labels)``, all
@@ -137,7 +139,7 @@ def make_tagging_dataset(
         raise ValueError("xpos=True needs a vocabulary with XPOS tags (built from Sentences).")
     if not 0.0 <= word_dropout < 1.0:
         raise ValueError(f"word_dropout must be in [0, 1), got {word_dropout}.")
-    upper, batch_sizes = bucket_spec(batch_tokens, max_length, bucket_width)
+    upper, batch_sizes = bucket_spec(batch_tokens, max_length, bucket_width, batch_multiple)
     sentences = split_long_sentences(list(sentences), max_length)
     sentences = [s for s in sentences if s.words]
     if not sentences:

@@ -19,7 +19,7 @@ __all__ = ["bucket_spec", "make_translation_dataset"]
 _TOKENIZE_CHUNK = 1024
 
 
-def bucket_spec(batch_tokens, max_length, bucket_width=8):
+def bucket_spec(batch_tokens, max_length, bucket_width=8, batch_multiple=1):
     """The length buckets and their batch sizes for a token budget.
 
     Bucket ``i`` holds the examples whose length (see :func:`make_translation_dataset`) is at
@@ -31,6 +31,10 @@ def bucket_spec(batch_tokens, max_length, bucket_width=8):
         batch_tokens: the token budget of a batch.
         max_length: the longest sequence, in tokens.
         bucket_width: the length step between bucket bounds.
+        batch_multiple: round each batch size down to a multiple of this: the number of
+            replicas a batch is split across, so that each replica gets the same number of
+            examples (a bucket's last, partial batch may not). A bucket whose budget holds
+            fewer examples than that gets one per replica, over its budget.
 
     Returns:
         ``(upper_bounds, batch_sizes)``: two lists of ints of the same length.
@@ -39,7 +43,8 @@ def bucket_spec(batch_tokens, max_length, bucket_width=8):
         >>> bucket_spec(batch_tokens=64, max_length=20, bucket_width=8)
         ([8, 16, 20], [8, 4, 3])
     """
-    sizes = {"batch_tokens": batch_tokens, "max_length": max_length, "bucket_width": bucket_width}
+    sizes = {"batch_tokens": batch_tokens, "max_length": max_length, "bucket_width": bucket_width,
+             "batch_multiple": batch_multiple}
     for field, value in sizes.items():
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{field} must be a positive int, got {value!r}.")
@@ -49,7 +54,8 @@ def bucket_spec(batch_tokens, max_length, bucket_width=8):
             "one example of the longest length fits in a batch."
         )
     upper = list(range(bucket_width, max_length, bucket_width)) + [max_length]
-    return upper, [batch_tokens // u for u in upper]
+    multiple = batch_multiple
+    return upper, [max(multiple, batch_tokens // u // multiple * multiple) for u in upper]
 
 
 def make_translation_dataset(
@@ -68,6 +74,7 @@ def make_translation_dataset(
     max_offset=24,
     length_mode="predict",
     mask_all=False,
+    batch_multiple=1,
 ):
     """Build a ``tf.data.Dataset`` of token-budget batches for teacher-forced training.
 
@@ -116,6 +123,7 @@ def make_translation_dataset(
             label is still that of the target and its first EOS.
         mask_all: mask every target position (``"cmlm"``): the objective of a decoder that
             reads no target tokens (``decoder_input="copy"``), every position a label.
+        batch_multiple: batch sizes are multiples of this (see :func:`bucket_spec`).
 
     Returns:
         A ``tf.data.Dataset`` of ``({"source": (B, S), "target_in": (B, T)}, (B, T))``, all
@@ -138,7 +146,7 @@ def make_translation_dataset(
         >>> sorted(features), features["target_in"].shape == labels.shape
         (['source', 'target_in'], True)
     """
-    upper, batch_sizes = bucket_spec(batch_tokens, max_length, bucket_width)
+    upper, batch_sizes = bucket_spec(batch_tokens, max_length, bucket_width, batch_multiple)
     sources, targets = _split_pairs(pairs)
     pad_id, bos_id, eos_id = (getattr(tokenizer, f"{n}_id", -1) for n in ("pad", "bos", "eos"))
     if pad_id != PAD_ID:

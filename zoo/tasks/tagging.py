@@ -63,7 +63,7 @@ class TaggingTask(Task):
             overrides["num_xpos_tags"] = vocabulary.num_xpos_tags
         return dataclasses.replace(config, **overrides)
 
-    def dataset(self, config, vocabulary, data, training, jit_compile=False):
+    def dataset(self, config, vocabulary, data, training, jit_compile=False, batch_multiple=1):
         return make_tagging_dataset(
             data,
             vocabulary,
@@ -74,6 +74,7 @@ class TaggingTask(Task):
             word_dropout=config.word_dropout if training else 0.0,
             xpos=bool(config.num_xpos_tags),
             pad_to_bucket=jit_compile,
+            batch_multiple=batch_multiple,
         )
 
     def build_model(self, config):

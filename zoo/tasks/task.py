@@ -90,8 +90,10 @@ class Task:
         """``config`` with what the vocabulary fixes; an error when they do not fit."""
         return config
 
-    def dataset(self, config, vocabulary, data, training, jit_compile=False):
-        """A ``tf.data.Dataset`` of ``(inputs, labels)`` batches for ``fit``."""
+    def dataset(self, config, vocabulary, data, training, jit_compile=False, batch_multiple=1):
+        """A ``tf.data.Dataset`` of ``(inputs, labels)`` batches for ``fit``; with
+        ``batch_multiple`` (the replicas a batch is split across), the batch sizes are its
+        multiples, so that every replica gets the same number of examples."""
         raise NotImplementedError
 
     # ------------------------------------------------------------ model and training

@@ -13,7 +13,7 @@ import sys
 
 import keras
 
-from zoo.artifacts import SENTENCEPIECE_FILE, SENTENCEPIECE_PREFIX
+from zoo.artifacts import SENTENCEPIECE_FILE, SENTENCEPIECE_PREFIX, written_atomically
 from zoo.data import (
     SentencePieceTokenizer,
     load_multi30k,
@@ -81,7 +81,8 @@ class TranslationTask(Task):
                 )
             if verbose:
                 print(f"using the teacher's vocabulary, {teachers}", file=sys.stderr, flush=True)
-            shutil.copyfile(teachers, os.path.join(workdir, SENTENCEPIECE_FILE))
+            with written_atomically(os.path.join(workdir, SENTENCEPIECE_FILE)) as temporary:
+                shutil.copyfile(teachers, temporary)
             return
         texts = [text for pair in train_data for text in pair][: config.vocab_sample_size]
         if verbose:
@@ -104,7 +105,7 @@ class TranslationTask(Task):
             )
         return config
 
-    def dataset(self, config, vocabulary, data, training, jit_compile=False):
+    def dataset(self, config, vocabulary, data, training, jit_compile=False, batch_multiple=1):
         return make_translation_dataset(
             data,
             vocabulary,
@@ -114,6 +115,7 @@ class TranslationTask(Task):
             shuffle=training,
             seed=0,
             pad_to_bucket=jit_compile,  # few distinct shapes, so XLA compiles few programs
+            batch_multiple=batch_multiple,
             **self.objective(config),
         )
 

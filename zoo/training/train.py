@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import warnings
 
 import keras
@@ -33,11 +34,18 @@ from zoo.training.callbacks import (
     StopOnNonFiniteLoss,
     TimeLimit,
 )
-from zoo.training.strategy import get_strategy
+from zoo.training.strategy import (
+    distributable,
+    get_strategy,
+    is_chief,
+    wait_for_file,
+    worker_dir,
+)
 
 __all__ = ["check_config", "standard_callbacks", "train", "training_dtype_policy"]
 
 _RESUMABLE_FIELDS = ("epochs",)
+VOCABULARY_TIMEOUT = 600  # seconds a worker waits for the chief's vocabulary
 
 
 def check_config(config, workdir):
@@ -142,7 +150,9 @@ def train(
         task: a :class:`zoo.tasks.Task` or its name (``"translator"``, ``"tagger"``).
         config: the task's config (``task.config_class``).
         workdir: the folder of this run (created if missing).
-        strategy: a name for ``zoo.training.strategy.get_strategy``.
+        strategy: a name for ``zoo.training.strategy.get_strategy``. Under ``multi_worker``
+            only the chief writes ``workdir``; another worker waits for the chief's
+            vocabulary there and keeps its own state in a temporary folder, removed at the end.
         jit_compile: compile the train step with XLA (batches are then padded to their
             bucket's bound, so that XLA compiles few shapes).
         mixed_precision: train under ``mixed_bfloat16``.
@@ -175,8 +185,16 @@ def train(
         train_data = task.training_data(config)
     if validation_data is None:
         validation_data = task.load_data(task.validation_split)
+    distribution = get_strategy(strategy)  # before other TensorFlow work (multi_worker needs it)
+    chief = is_chief(distribution)
     os.makedirs(workdir, exist_ok=True)  # after the data, which may be missing
-    vocabulary = task.prepare_vocabulary(config, workdir, train_data, verbose=bool(verbose))
+    if chief:
+        vocabulary = task.prepare_vocabulary(config, workdir, train_data, verbose=bool(verbose))
+    else:  # the chief makes it; every worker must train on the same one
+        wait_for_file(os.path.join(workdir, task.vocabulary_file), VOCABULARY_TIMEOUT)
+        vocabulary = task.read_vocabulary(workdir)
+        workdir = worker_dir(workdir, distribution)  # this worker's files, outside the workdir
+        os.makedirs(workdir, exist_ok=True)
     config = task.resolve_config(config, vocabulary)
     check_config(config, workdir)
     metrics = task.metric_callbacks(config, vocabulary, validation_data, **task_options)
@@ -190,13 +208,20 @@ def train(
         # fit's notes on a tf.data input, which is shuffled by the task and ends each epoch.
         warnings.filterwarnings("ignore", message=".*shuffle=True. was passed")
         warnings.filterwarnings("ignore", message="Your input ran out of data")
-        with get_strategy(strategy).scope():
+        with distribution.scope():
             model = task.compile_model(task.build_model(config), config, jit_compile)
+        # Each batch is split across the replicas: its size a multiple of their number, so
+        # that they get equal shares (Keras's first look at a batch fails on unequal ones).
+        replicas = distribution.num_replicas_in_sync
+        sizes = {"batch_multiple": replicas} if replicas > 1 else {}  # older tasks lack it
+        datasets = [
+            distributable(task.dataset(config, vocabulary, data, training=training,
+                                       jit_compile=jit_compile, **sizes), distribution)
+            for data, training in ((train_data, True), (validation_data, False))
+        ]  # fmt: skip
         history = model.fit(
-            task.dataset(config, vocabulary, train_data, training=True, jit_compile=jit_compile),
-            validation_data=task.dataset(
-                config, vocabulary, validation_data, training=False, jit_compile=jit_compile
-            ),
+            datasets[0],
+            validation_data=datasets[1],
             epochs=config.epochs,
             callbacks=standard_callbacks(
                 workdir, time_limit, metrics, extra, ema=task.uses_ema(config),
@@ -206,5 +231,8 @@ def train(
         )
     if monitor and os.path.exists(best_path):
         model.load_weights(best_path)
-    save_model_atomically(model, os.path.join(workdir, MODEL_FILE))
+    if chief:
+        save_model_atomically(model, os.path.join(workdir, MODEL_FILE))
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)  # its backup is of no use once training ended
     return model, history, vocabulary
