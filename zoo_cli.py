@@ -18,6 +18,9 @@ __all__ = ["TASKS", "CommandLineError", "main"]
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
 
 
+MIXED_PRECISION = ("bfloat16", "float16")  # zoo.training.train.MIXED_POLICIES (no TF import here)
+
+
 class CommandLineError(SystemExit):
     """Exit with ``status`` after a one-line ``message`` (already printed on stderr)."""
 
@@ -258,7 +261,10 @@ def build_parser():
         sub.add_argument("--preset", default="small", choices=row["presets"])
         sub.add_argument("--strategy", default="auto", choices=STRATEGIES)
         sub.add_argument("--xla", action="store_true", help="compile the train step with XLA")
-        sub.add_argument("--mixed-precision", action="store_true", help="mixed_bfloat16")
+        sub.add_argument("--mixed-precision", nargs="?", const="bfloat16", default=None,
+                         choices=MIXED_PRECISION,
+                         help="compute in bfloat16 (the default; CPUs, TPUs, recent GPUs) or "
+                         "float16 (with loss scaling; older GPUs); the weights stay float32")
         sub.add_argument("--time-limit", type=minutes, help="stop after this many minutes")
         sub.add_argument("--keep-checkpoints", type=positive_int, default=5,
                          help="keep the weights of this many last epochs, for zoo average")

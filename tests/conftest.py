@@ -44,6 +44,7 @@ LONGEST_FIRST = (
     "tests/export/test_serving_docs.py",
     "tests/export/test_serving_fuzz.py",
     "tests/training/test_distributed.py",
+    "tests/export/test_mixed_precision_export.py",
     "tests/tasks/test_nat_task.py",
     "tests/models/test_translator_options.py",
     "tests/export/test_translator_serving.py",

@@ -140,6 +140,8 @@ def test_version():
          ["--learning-rate", "not more than 0"]),
         (["train", "tagger", "--learning-rate", "1e-3", "--workdir", "w"],
          ["--learning-rate", "nat and translator only"]),
+        (["train", "translator", "--mixed-precision", "float8", "--workdir", "w"],
+         ["--mixed-precision", "float8", "bfloat16", "float16"]),
         (["train", "translator", "--scheduled-sampling-k", "-1", "--workdir", "w"],
          ["--scheduled-sampling-k", "less than 0"]),
         (["train", "translator", "--cross-attention-layers", "first", "--workdir", "w"],
@@ -243,6 +245,13 @@ def test_the_tables_of_the_command_line_match_the_tasks():
     assert zoo_cli.build_parser().parse_args(argv).copy_mechanism is True
     assert not hasattr(zoo_cli.build_parser().parse_args(argv[:-1]), "copy_mechanism")
     assert zoo_cli.STRATEGIES == STRATEGIES
+    from zoo.training.train import MIXED_POLICIES
+
+    assert set(zoo_cli.MIXED_PRECISION) == set(MIXED_POLICIES)
+    parse = zoo_cli.build_parser().parse_args
+    assert parse(argv[:-1]).mixed_precision is None
+    assert parse(argv[:-1] + ["--mixed-precision"]).mixed_precision == "bfloat16"
+    assert parse(argv[:-1] + ["--mixed-precision", "float16"]).mixed_precision == "float16"
     # The training levers override config fields of the same name (never task options).
     import dataclasses
 

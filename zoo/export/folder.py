@@ -20,7 +20,35 @@ from zoo.artifacts import (
 )
 from zoo.progress import Progress
 
-__all__ = ["save_serving", "write_export"]
+__all__ = ["float32_model", "save_serving", "write_export"]
+
+
+def float32_model(model):
+    """``model`` if it computes in float32, else a copy of it that does, with the same weights.
+
+    A model trained under ``mixed_bfloat16`` or ``mixed_float16`` keeps float32 weights but
+    computes in 16 bits; its exports serve in float32, which every device runs and which gives
+    the same outputs as the in-memory model in float32.
+    """
+    if all(layer.compute_dtype == "float32" for layer in model.layers
+           if not isinstance(layer, keras.layers.InputLayer)):  # fmt: skip
+        return model
+
+    def in_float32(layer):
+        config = layer.get_config()
+        # An input's dtype is its data's; an op of the graph (ops.not_equal) has none.
+        if "dtype" in config and not isinstance(layer, keras.layers.InputLayer):
+            config["dtype"] = "float32"
+        return layer.__class__.from_config(config)
+
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("float32")  # the sublayers that layers make themselves
+    try:
+        copy = keras.models.clone_model(model, clone_function=in_float32)
+    finally:
+        keras.config.set_dtype_policy(previous)
+    copy.set_weights(model.get_weights())
+    return copy
 
 
 def save_serving(module, path, signatures, progress=None):
@@ -65,6 +93,7 @@ def write_export(output_dir, model, vocabulary_file, write_vocabulary, serving, 
     signatures = serving.signatures
     progress = Progress(3 + len(signatures), enabled=verbose, unit="stage")
     os.makedirs(output_dir, exist_ok=True)
+    model = float32_model(model)
     inference_model = keras.Model(model.input, model.output, name=model.name)
     save_model_atomically(inference_model, os.path.join(output_dir, MODEL_FILE))
     progress.add(1)

@@ -76,7 +76,7 @@ from zoo.data.conllu import UPOS_TAGS
 from zoo.data.tagger_vocabulary import BOW_ID, EOW_ID, FIRST_CHAR_ID, FIRST_WORD_ID, OOV_ID, PAD_ID
 from zoo.data.utf8 import repair_utf8
 from zoo.decoding.tagging import tagger_window
-from zoo.export.folder import save_serving, write_export
+from zoo.export.folder import float32_model, save_serving, write_export
 from zoo.layers import crf_decode
 from zoo.models.tagger import tagger_heads
 
@@ -201,6 +201,7 @@ class TaggerServing(tf.Module):
 
     def __init__(self, model, vocabulary, window=None, name="tagger_serving"):
         super().__init__(name=name)
+        model = float32_model(model)  # a model trained in mixed precision serves in float32
         self.window = tagger_window(model, vocabulary, window)
         self._use_crf = {head: spec.use_crf for head, spec in tagger_heads(model).items()}
         self.heads = tuple(self._use_crf)

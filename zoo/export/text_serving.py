@@ -11,7 +11,7 @@ import tensorflow as tf
 from zoo.artifacts import SENTENCEPIECE_FILE, SERVING_VERSION
 from zoo.data.sentencepiece_vocab import PAD_ID, SentencePieceTokenizer
 from zoo.decoding.translation import translate_strings, translator_search
-from zoo.export.folder import save_serving, write_export
+from zoo.export.folder import float32_model, save_serving, write_export
 from zoo.models.translator import translator_layers
 
 __all__ = ["STRINGS", "TextServing", "export_text_serving", "positive_int"]
@@ -60,6 +60,7 @@ class TextServing(tf.Module):
         if isinstance(tokenizer, SentencePieceTokenizer):
             tokenizer = tokenizer.model_proto
         tokenizer = SentencePieceTokenizer(tokenizer)
+        model = float32_model(model)  # a model trained in mixed precision serves in float32
         layers = translator_layers(model)
         if tokenizer.pad_id != PAD_ID or tokenizer.bos_id < 0 or tokenizer.eos_id < 0:
             raise ValueError(

@@ -74,12 +74,23 @@ def check_config(config, workdir):
         write_text_atomically(path, json.dumps(fields, indent=2))
 
 
+# The compute dtype of --mixed-precision -> the Keras policy. Under mixed_float16, compile()
+# wraps the optimizer in a LossScaleOptimizer (float16 gradients underflow without it).
+MIXED_POLICIES = {"bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+
+
 @contextlib.contextmanager
 def training_dtype_policy(mixed_precision):
-    """Build and train under ``mixed_bfloat16`` when asked; restore the global policy after."""
+    """Build and train under a mixed policy when asked (``True`` or ``"bfloat16"``:
+    ``mixed_bfloat16``; ``"float16"``: ``mixed_float16``); restore the global policy after."""
     previous_policy = keras.config.dtype_policy()
     if mixed_precision:
-        keras.config.set_dtype_policy("mixed_bfloat16")
+        compute = "bfloat16" if mixed_precision is True else mixed_precision
+        if compute not in MIXED_POLICIES:
+            raise ValueError(
+                f"mixed_precision={mixed_precision!r}; choose from {sorted(MIXED_POLICIES)}."
+            )
+        keras.config.set_dtype_policy(MIXED_POLICIES[compute])
     try:
         yield
     finally:
@@ -155,7 +166,9 @@ def train(
             vocabulary there and keeps its own state in a temporary folder, removed at the end.
         jit_compile: compile the train step with XLA (batches are then padded to their
             bucket's bound, so that XLA compiles few shapes).
-        mixed_precision: train under ``mixed_bfloat16``.
+        mixed_precision: ``True`` or ``"bfloat16"`` (train under ``mixed_bfloat16``), or
+            ``"float16"`` (``mixed_float16``, with dynamic loss scaling). Weights stay float32,
+            and exports serve in float32.
         time_limit: stop after this many seconds (the model is still saved).
         train_data, validation_data: the task's examples (translation pairs, tagged
             sentences); by default ``task.training_data(config)`` (the bundled training split,
