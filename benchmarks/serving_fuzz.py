@@ -9,7 +9,7 @@ batch passes when the call returns, gives one output per input (valid UTF-8), an
 
 ``python benchmarks/serving_fuzz.py [--inputs 10000]`` runs until that many inputs have gone
 through the models (about a third each) and writes its table to ``benchmarks/RESULTS.md``;
-``tests/export/test_serving_fuzz.py`` runs the same check with a few examples.
+``tests/export/test_shipped_serving.py`` runs the same check with a few examples.
 """
 
 import argparse
