@@ -43,7 +43,6 @@ LONGEST_FIRST = (
     "tests/decoding/test_beam.py",
     "tests/export/test_shipped_serving.py",
     "tests/training/test_distributed.py",
-    "tests/export/test_mixed_precision_export.py",
     "tests/tasks/test_nat_task.py",
     "tests/models/test_translator_options.py",
     "tests/export/test_translator_serving.py",

@@ -68,13 +68,13 @@ def test_mirrored_over_two_devices_follows_one_device_on_the_same_global_batch(t
         curves = {}
         for strategy in ("one_device", "mirrored"):
             keras.utils.set_random_seed(0)
-            curves[strategy] = run(sys.argv[1] + "/" + strategy, strategy, epochs=2)
+            curves[strategy] = run(sys.argv[1] + "/" + strategy, strategy, epochs=1)
         print(json.dumps(curves))
         """
     )
     curves = json.loads(_finish(_python(script, str(tmp_path))).splitlines()[-1])
     one, mirrored = curves["one_device"], curves["mirrored"]
-    assert len(one) == len(mirrored) >= 10
+    assert len(one) == len(mirrored) >= 6
     # The same data, initial weights and updates; each replica takes its mean over its own
     # half of a batch's tokens, and the update averages the two, which weighs the tokens a
     # little differently from one mean over the whole batch. So the curves agree to 2%.

@@ -51,7 +51,7 @@ def test_mixed_precision_training_and_validation_bleu(tmp_path):
     import keras
 
     model, history, _ = train(
-        TASK, CONFIG, str(tmp_path / "mixed"), train_data=PAIRS[:400], validation_data=VAL,
+        TASK, CONFIG, str(tmp_path / "mixed"), train_data=PAIRS[:200], validation_data=VAL,
         mixed_precision=True, bleu_sample_size=8, verbose=0,
     )
     assert keras.config.dtype_policy().name == "float32"  # the global policy is restored
