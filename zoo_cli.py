@@ -10,8 +10,10 @@ Every error a user can cause ends in one line on stderr that names the problem, 
 """
 
 import argparse
+import json
 import os
 import sys
+import zipfile
 
 __all__ = ["TASKS", "CommandLineError", "main"]
 
@@ -19,6 +21,7 @@ STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
 
 
 MIXED_PRECISION = ("bfloat16", "float16")  # zoo.training.train.MIXED_POLICIES (no TF import here)
+MODEL_FILE = "model.keras"  # zoo.artifacts.MODEL_FILE (no TF import here)
 
 
 class CommandLineError(SystemExit):
@@ -286,7 +289,6 @@ def build_parser():
     per_task("evaluate", "score a trained model on its test data", evaluate)
 
     # A predict verb serves every task whose row names it; each task keeps its own flags.
-    verbs = {task: row["predict"] for task, row in TASKS.items()}
     for verb, help_text in PREDICT_HELP.items():
         sub = commands.add_parser(verb, help=help_text, description=help_text, parents=[common])
         sub.add_argument("sentences", nargs="*")
@@ -299,7 +301,7 @@ def build_parser():
                     if names not in added:  # two tasks of one verb may share a flag
                         added.add(names)
                         sub.add_argument(*names, **flag_options)
-        sub.set_defaults(predict_options=options, predict_verbs=verbs)
+        sub.set_defaults(predict_options=options)
 
     per_task("export", "write .keras, the vocabulary and a serving SavedModel", export)
 
@@ -347,6 +349,7 @@ def main(argv=None):
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         raise _usage_error(_unknown_flags(args, unknown))
+    _check_model_folder(args)
     try:
         cli = _import_commands(quiet=not args.debug and "TF_CPP_MIN_LOG_LEVEL" not in os.environ)
         cli.run(args)
@@ -368,6 +371,43 @@ def main(argv=None):
         )
         print(message, file=sys.stderr)
         raise CommandLineError(message, status=1) from None
+
+
+def _check_model_folder(args):
+    """Refuse, before TensorFlow is imported, a model folder whose files alone show that the
+    command cannot use it: no folder, no model, a model file that is no .keras archive (a
+    truncated one), or a model of another task (a zoo model is named after its task, in the
+    archive's config.json). These errors then come back at once; ``zoo.tasks.load`` checks
+    the same (and the rest) for library callers."""
+    if args.command == "distill":
+        folder, expected = args.teacher, ["translator"]
+        other = "{folder} holds a {task}, not a translator"
+    elif args.command in ("evaluate", "export"):
+        folder, expected = args.workdir, [args.task]
+        other = "{folder} holds a {task}, not a " + args.task
+    elif args.command in PREDICT_HELP:
+        folder, expected = args.workdir, sorted(args.predict_options)
+        other = "{folder} holds a {task}: use `zoo {verb}`, not `zoo " + args.command + "`"
+    else:
+        return
+    where = f"zoo {args.command}: error:"
+    if not os.path.isdir(folder):
+        raise _usage_error(f"{where} {folder}: no such folder")
+    path = os.path.join(folder, MODEL_FILE)
+    if not os.path.exists(path):
+        trainer = f"zoo train {expected[0]}" if len(expected) == 1 else "zoo train"
+        raise _usage_error(f"{where} no trained model at {path}: run `{trainer}` first")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            task = json.loads(archive.read("config.json"))["config"]["name"]
+    except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as error:
+        raise _usage_error(
+            f"{where} {path} is not a readable .keras model ({_one_line(error)}); it may be "
+            "truncated: train or export it again"
+        ) from None
+    if task in TASKS and task not in expected:
+        verb = TASKS[task]["predict"]
+        raise _usage_error(f"{where} {other.format(folder=folder, task=task, verb=verb)}")
 
 
 def _import_commands(quiet):

@@ -62,12 +62,8 @@ def cmd_evaluate(args):
 
 
 def _predict(args):
+    # zoo_cli has refused a model of a task this verb does not serve (before TensorFlow).
     task, model, vocabulary = load(args.workdir)
-    if task.name not in args.predict_options:  # this verb is another task's
-        raise ValueError(
-            f"{args.workdir} holds a {task.name}: use `zoo {args.predict_verbs[task.name]}`, "
-            f"not `zoo {args.command}`"
-        )
     given = _options(args, {dest for dests in args.predict_options.values() for dest in dests})
     unknown = sorted(set(given) - set(args.predict_options[task.name]))
     if unknown:
