@@ -91,6 +91,9 @@ def flag(*names, **options):
 # preset; the other flags are the task's options (of train(), evaluate(), predict()).
 EPOCHS = flag("--epochs", type=positive_int, help="training epochs (default: the preset's)")
 BATCH_TOKENS = flag("--batch-tokens", type=positive_int, help="the token budget of a batch")
+ACCUMULATE = flag("--gradient-accumulation-steps", type=positive_int, metavar="N",
+                  help="update with the mean gradient of N batches (a device too small for "
+                  "--batch-tokens; default 1)")
 MAX_LENGTH = flag("--max-length", type=positive_int, help="the longest sequence, in tokens")
 BEAM_SIZE = flag("--beam-size", type=positive_int, help="beams of --method beam")
 VOCAB_SIZE = flag("--vocab-size", type=positive_int, help="SentencePiece pieces")
@@ -164,7 +167,8 @@ TASKS = {
         "splits": ("train", "val", "test2016"),
         "predict": "translate",
         "train": (
-            EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE, *REGULARIZATION,
+            EPOCHS, BATCH_TOKENS, ACCUMULATE, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE,
+            *REGULARIZATION,
             CROSS_ATTENTION_SCORE, CROSS_ATTENTION_LAYERS, SCHEDULED_SAMPLING,
             SCHEDULED_SAMPLING_K, GUIDED_ATTENTION, COPY_MECHANISM,
         ),
@@ -184,7 +188,7 @@ TASKS = {
         "splits": ("train", "dev", "test"),
         "predict": "tag",
         "train": (
-            EPOCHS, BATCH_TOKENS, MAX_LENGTH,
+            EPOCHS, BATCH_TOKENS, ACCUMULATE, MAX_LENGTH,
             flag("--xpos", dest="num_xpos_tags", action="store_const", const=1,
                  help="add an XPOS head"),
         ),
@@ -198,7 +202,8 @@ TASKS = {
         "splits": ("train", "val", "test2016"),
         "predict": "translate",
         "train": (
-            EPOCHS, BATCH_TOKENS, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE, *REGULARIZATION,
+            EPOCHS, BATCH_TOKENS, ACCUMULATE, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE,
+            *REGULARIZATION,
             CROSS_ATTENTION_SCORE,
             flag("--decoder-input", choices=("mask", "copy"),
                  help="mask tokens (CMLM) or a uniform copy of the source (default mask)"),

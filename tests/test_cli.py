@@ -272,6 +272,13 @@ def test_the_tables_of_the_command_line_match_the_tasks():
     levers = {names[0][2:].replace("-", "_") for names, _ in zoo_cli.REGULARIZATION}
     for config_class in (TranslatorConfig, NATConfig):
         assert levers <= {field.name for field in dataclasses.fields(config_class)}
+    from zoo.models import TaggerConfig
+
+    for name, config_class in (("translator", TranslatorConfig), ("nat", NATConfig),
+                               ("tagger", TaggerConfig)):  # fmt: skip
+        parsed = parse(["train", name, "--workdir", "w", "--gradient-accumulation-steps", "4"])
+        assert parsed.gradient_accumulation_steps == 4
+        assert "gradient_accumulation_steps" in {f.name for f in dataclasses.fields(config_class)}
 
 
 def test_every_evaluate_and_predict_flag_is_an_option_of_its_task():

@@ -76,6 +76,13 @@ def test_inverse_square_root_schedule():
     np.testing.assert_allclose(values[10000], 1e-4, rtol=1e-6)
     clone = InverseSquareRootSchedule.from_config(schedule.get_config())
     assert float(clone(400)) == values[400]
+    # Under gradient accumulation it counts updates: steps 800 and 801 are the 400th update.
+    per_two = InverseSquareRootSchedule.from_config(
+        InverseSquareRootSchedule(1e-3, warmup_steps=100, steps_per_update=2).get_config()
+    )
+    assert float(per_two(800)) == float(per_two(801)) == values[400]
+    with pytest.raises(ValueError, match="steps_per_update must be >= 1"):
+        InverseSquareRootSchedule(1e-3, 100, steps_per_update=0)
 
 
 def test_strategy_by_name():

@@ -73,6 +73,8 @@ class TaggerConfig:
             the OOV id (1), so that every word is also learned from its characters (Kiperwasser
             & Goldberg 2016, Plank et al. 2016). Not applied by the model.
         learning_rate (peak), warmup_steps, weight_decay, clipnorm: AdamW with warm-up.
+        gradient_accumulation_steps: above 1, each update applies the mean gradient of this
+            many batches; ``warmup_steps`` then counts updates.
         ema_momentum: nonzero keeps an exponential moving average of the weights (Polyak
             averaging), which is what is validated, checkpointed and shipped; 0 turns it off.
         label_smoothing: of the softmax head's cross entropy (the CRF has none).
@@ -107,6 +109,7 @@ class TaggerConfig:
     warmup_steps: int = 400
     weight_decay: float = 1e-4
     clipnorm: float = 1.0
+    gradient_accumulation_steps: int = 1
     ema_momentum: float = 0.998
     label_smoothing: float = 0.0
     batch_tokens: int = 1024

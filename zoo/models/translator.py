@@ -83,6 +83,9 @@ class TranslatorConfig:
         guided_attention_sigma: the width of the diagonal band that goes unpenalised.
         label_smoothing, learning_rate (peak), warmup_steps, weight_decay, clipnorm: the
             optimisation (AdamW with an inverse-square-root warm-up schedule).
+        gradient_accumulation_steps: above 1, each update applies the mean gradient of this
+            many batches (:func:`~zoo.training.make_optimizer`), for a device too small for
+            ``batch_tokens``; ``warmup_steps`` then counts updates.
         batch_tokens: the token budget of one batch.
         bucket_width: the length step between the batches' length buckets. Under XLA each
             bucket is one padded shape, so one compiled program: wider buckets mean fewer
@@ -115,6 +118,7 @@ class TranslatorConfig:
     warmup_steps: int = 1000
     weight_decay: float = 1e-4
     clipnorm: float = 1.0
+    gradient_accumulation_steps: int = 1
     batch_tokens: int = 4096
     bucket_width: int = 8
     epochs: int = 40
