@@ -22,6 +22,7 @@ STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
 
 MIXED_PRECISION = ("bfloat16", "float16")  # zoo.training.train.MIXED_POLICIES (no TF import here)
 MODEL_FILE = "model.keras"  # zoo.artifacts.MODEL_FILE (no TF import here)
+BACKUP_EVERY = 200  # zoo.training.train.BACKUP_EVERY (no TF import here)
 
 
 class CommandLineError(SystemExit):
@@ -276,6 +277,9 @@ def build_parser():
         sub.add_argument("--time-limit", type=minutes, help="stop after this many minutes")
         sub.add_argument("--keep-checkpoints", type=positive_int, default=5,
                          help="keep the weights of this many last epochs, for zoo average")
+        sub.add_argument("--backup-every", type=positive_int, default=BACKUP_EVERY, metavar="N",
+                         help="back up the training state every N steps too (a killed run "
+                         f"resumes there; default {BACKUP_EVERY})")
         return _add(sub, row["train"])
 
     def evaluate(sub, task, row):

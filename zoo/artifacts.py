@@ -23,7 +23,7 @@ SERVING_VERSION = 1  # the version `zoo export` writes unless told otherwise
 # Training state in a workdir.
 CHECKPOINT_FILE = "checkpoint.keras"  # the model after the last finished epoch
 BEST_FILE = "best.keras"  # the best validation epoch so far (tasks that keep it)
-BACKUP_DIR = "backup"  # BackupAndRestore state: rerunning the same command resumes
+BACKUP_DIR = "backup"  # the training state (ResumableBackup): rerunning the same command resumes
 LOGS_DIR = "logs"  # TensorBoard
 HISTORY_FILE = "history.csv"  # the metrics of every epoch
 EPOCHS_DIR = "epochs"  # the weights of the last few epochs, for `zoo average`

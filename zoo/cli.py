@@ -44,6 +44,7 @@ def cmd_train(args):
         # A progress bar in a log file is one endless line: one line per epoch there instead.
         verbose="auto" if sys.stdout.isatty() else 2,
         keep_checkpoints=args.keep_checkpoints,
+        backup_every=args.backup_every,
         **task_options,
     )
     print(f"model saved to {os.path.join(args.workdir, MODEL_FILE)}")

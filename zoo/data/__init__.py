@@ -33,11 +33,13 @@ from zoo.data.sentencepiece_vocab import (
     train_sentencepiece,
 )
 from zoo.data.tagger_vocabulary import TaggerVocabulary
+from zoo.data.epoch_order import DataPosition, epoch_shuffled, positioned
 from zoo.data.tagging_pipeline import make_tagging_dataset, split_long_sentences
 from zoo.data.translation_pipeline import bucket_spec, make_translation_dataset
 
 __all__ = [
     "BOS_ID",
+    "DataPosition",
     "BOS_PIECE",
     "EOS_ID",
     "EOS_PIECE",
@@ -54,6 +56,7 @@ __all__ = [
     "UNK_PIECE",
     "UPOS_TAGS",
     "bucket_spec",
+    "epoch_shuffled",
     "load_multi30k",
     "one_line",
     "load_ud_english_ewt",
@@ -61,6 +64,7 @@ __all__ = [
     "make_translation_dataset",
     "read_conllu",
     "read_lines",
+    "positioned",
     "read_parallel",
     "split_long_sentences",
     "train_sentencepiece",

@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from zoo.data.conllu import UPOS_TAGS
+from zoo.data.epoch_order import epoch_shuffled
 from zoo.data.tagger_vocabulary import OOV_ID, PAD_ID
 from zoo.data.translation_pipeline import bucket_spec
 
@@ -92,6 +93,7 @@ def make_tagging_dataset(
     xpos=False,
     pad_to_bucket=False,
     batch_multiple=1,
+    epoch=None,
 ):
     """Build a ``tf.data.Dataset`` of word-budget batches of tagged sentences.
 
@@ -109,6 +111,9 @@ def make_tagging_dataset(
         bucket_width: the length step between buckets.
         shuffle: shuffle the sentences, anew each epoch.
         seed: the seed of the shuffle and of word dropout.
+        epoch: the shuffle's epoch (an int64 scalar tensor): each epoch's
+            order is then a function of ``seed`` and the epoch alone
+            (:func:`zoo.data.epoch_shuffled`).
         word_dropout: the probability of replacing each real word id by the OOV id (1); 0 for
             evaluation data. The characters are kept.
         xpos: also give the XPOS labels, for a tagger with an XPOS head; the vocabulary must
@@ -158,9 +163,10 @@ def make_tagging_dataset(
         labels = {"upos": piece["upos"], "xpos": piece["xpos"]} if with_xpos else piece["upos"]
         return features, labels
 
-    ds = tf.data.Dataset.from_tensor_slices((starts, lengths))
     if shuffle:
-        ds = ds.shuffle(len(sentences), seed=seed, reshuffle_each_iteration=True)
+        ds = epoch_shuffled((starts, lengths), seed, epoch)
+    else:
+        ds = tf.data.Dataset.from_tensor_slices((starts, lengths))
     ds = ds.map(sentence, num_parallel_calls=tf.data.AUTOTUNE)
     label_shapes = {"upos": [None], "xpos": [None]} if with_xpos else [None]
     label_padding = {"upos": PAD_ID, "xpos": PAD_ID} if with_xpos else PAD_ID

@@ -11,6 +11,7 @@ a conditional masked language model (the non-autoregressive translator): see
 
 import tensorflow as tf
 
+from zoo.data.epoch_order import epoch_shuffled
 from zoo.data.sentencepiece_vocab import PAD_ID
 
 __all__ = ["bucket_spec", "make_translation_dataset"]
@@ -75,6 +76,7 @@ def make_translation_dataset(
     length_mode="predict",
     mask_all=False,
     batch_multiple=1,
+    epoch=None,
 ):
     """Build a ``tf.data.Dataset`` of token-budget batches for teacher-forced training.
 
@@ -102,6 +104,9 @@ def make_translation_dataset(
         shuffle: shuffle the pairs before bucketing, anew each epoch.
         shuffle_buffer: the shuffle buffer; by default all the pairs (a full shuffle).
         seed: the shuffle seed, for a reproducible order.
+        epoch: a full shuffle's epoch (an int64 scalar tensor): each
+            epoch's order is then a function of ``seed`` and the epoch alone, as a run resumed
+            mid-epoch needs (:func:`zoo.data.epoch_shuffled`).
         pad_to_bucket: pad every batch to its bucket's upper bound instead of its own longest
             example, so that batches take only a few shapes (fewer retracings under XLA); then
             the source and the target of a batch have the same length.
@@ -156,10 +161,13 @@ def make_translation_dataset(
             f"The tokenizer needs BOS and EOS ids, got bos_id={bos_id}, eos_id={eos_id}."
         )
 
-    ds = tf.data.Dataset.from_tensor_slices((sources, targets))
-    if shuffle:
-        buffer = len(sources) if shuffle_buffer is None else shuffle_buffer
-        ds = ds.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+    pairs = (tf.constant(sources, tf.string), tf.constant(targets, tf.string))
+    if shuffle and shuffle_buffer is None:
+        ds = epoch_shuffled(pairs, seed, epoch)
+    else:
+        ds = tf.data.Dataset.from_tensor_slices(pairs)
+        if shuffle:
+            ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
 
     def tokenize(src, tgt):  # (C,) strings -> (C, None) ids
         return tokenizer.tokenize(src), tokenizer.tokenize(tgt)

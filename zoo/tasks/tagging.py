@@ -63,7 +63,8 @@ class TaggingTask(Task):
             overrides["num_xpos_tags"] = vocabulary.num_xpos_tags
         return dataclasses.replace(config, **overrides)
 
-    def dataset(self, config, vocabulary, data, training, jit_compile=False, batch_multiple=1):
+    def dataset(self, config, vocabulary, data, training, jit_compile=False, batch_multiple=1,
+                epoch=None):
         return make_tagging_dataset(
             data,
             vocabulary,
@@ -75,6 +76,7 @@ class TaggingTask(Task):
             xpos=bool(config.num_xpos_tags),
             pad_to_bucket=jit_compile,
             batch_multiple=batch_multiple,
+            epoch=epoch,
         )
 
     def build_model(self, config):

@@ -90,10 +90,13 @@ class Task:
         """``config`` with what the vocabulary fixes; an error when they do not fit."""
         return config
 
-    def dataset(self, config, vocabulary, data, training, jit_compile=False, batch_multiple=1):
+    def dataset(self, config, vocabulary, data, training, jit_compile=False, batch_multiple=1,
+                epoch=None):
         """A ``tf.data.Dataset`` of ``(inputs, labels)`` batches for ``fit``; with
         ``batch_multiple`` (the replicas a batch is split across), the batch sizes are its
-        multiples, so that every replica gets the same number of examples."""
+        multiples, so that every replica gets the same number of examples. Training data is
+        shuffled in an order that ``epoch`` (an int64 scalar tensor, when given) fixes, so
+        that a resumed run sees the order the interrupted one saw."""
         raise NotImplementedError
 
     # ------------------------------------------------------------ model and training

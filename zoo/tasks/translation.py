@@ -105,7 +105,8 @@ class TranslationTask(Task):
             )
         return config
 
-    def dataset(self, config, vocabulary, data, training, jit_compile=False, batch_multiple=1):
+    def dataset(self, config, vocabulary, data, training, jit_compile=False, batch_multiple=1,
+                epoch=None):
         return make_translation_dataset(
             data,
             vocabulary,
@@ -116,6 +117,7 @@ class TranslationTask(Task):
             seed=0,
             pad_to_bucket=jit_compile,  # few distinct shapes, so XLA compiles few programs
             batch_multiple=batch_multiple,
+            epoch=epoch,
             **self.objective(config),
         )
 

@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import shutil
 import time
 import warnings
 
@@ -75,8 +76,8 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
     """Stop training at the first batch whose loss is NaN or infinite, keeping the last good state.
 
     It raises :class:`NonFiniteLossError`, naming the step, from inside ``fit``: the callbacks
-    that save at the end of an epoch (the backup, ``checkpoint.keras``, ``model.keras``) never
-    see the broken weights, so the workdir keeps the last finished epoch. (Keras's
+    that save after a batch or an epoch (the backup, ``checkpoint.keras``, ``model.keras``)
+    never see the broken weights, so the workdir keeps the last good state. (Keras's
     ``TerminateOnNaN`` only stops, and the epoch's end then saves the NaN weights.) It must
     come before any callback that saves after a batch.
     """
@@ -166,3 +167,96 @@ class LastCheckpoints(keras.callbacks.Callback):
         save_model_atomically(self.model, path)
         for path in epoch_checkpoints(self.directory)[: -self.keep]:
             os.remove(path)
+
+
+class ResumableBackup(keras.callbacks.BackupAndRestore):
+    """``BackupAndRestore`` at step granularity, with the data position.
+
+    The backup (the weights with the optimizer's state, whose step count drives the learning
+    rate schedule) is written after every ``save_every`` steps and at every epoch's end, with
+    the position: the epoch, and the batches of it done. A rerun restores all three: ``fit``
+    starts at that epoch, and ``position`` (the :class:`zoo.data.DataPosition` that the
+    training data is :func:`zoo.data.positioned` by) gives the epoch the order the interrupted
+    run saw and skips the batches done. Each write keeps the one before
+    (``double_checkpoint``), for a kill in the middle of it. Keras's own class restores the
+    epoch only: it saves mid-epoch, but a rerun starts that epoch over.
+
+    A resumed epoch is short, and Keras takes every epoch of a ``fit`` to have as many batches
+    as its first: ``train()`` runs the rest of a cut epoch in a ``fit`` of its own
+    (:meth:`resumes_mid_epoch`).
+
+    Args:
+        backup_dir: the backup's folder.
+        position: the :class:`zoo.data.DataPosition` of the training data, or None (the epoch
+            is then restored, not the place in it).
+        save_every: steps between backups within an epoch; None: at epochs' ends only.
+    """
+
+    def __init__(self, backup_dir, position=None, save_every=None):
+        super().__init__(backup_dir, save_freq="epoch", double_checkpoint=True,
+                         delete_checkpoint=False)  # fmt: skip
+        self.position = position
+        self.save_every = save_every
+        self._epoch = 0
+        self._done = 0  # batches of self._epoch trained on
+
+    @staticmethod
+    def resumes_mid_epoch(backup_dir):
+        """The epoch a rerun would resume in the middle of, or None."""
+        state = ResumableBackup._read(os.path.join(backup_dir, "training_metadata.json"))
+        return state["epoch"] if state and state.get("batches") else None
+
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)  # the weights, the optimizer, the epoch to start at
+        self._epoch, self._done = 0, 0
+        state = self._read(self._training_metadata_path)
+        if state and state.get("step", self._step()) != self._step():
+            # Killed between the weights and the position: the copies before are one pair.
+            self.model.load_weights(self._prev_weights_path)
+            state = self._read(self._prev_training_metadata_path)
+            self.model._initial_epoch = state["epoch"]
+        if state:
+            self._epoch, self._done = state["epoch"], state.get("batches", 0)
+        self._set_position(self._epoch, self._done)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch != self._epoch:  # not an epoch that a rerun resumes in the middle of
+            self._epoch, self._done = epoch, 0
+        self._set_position(epoch, self._done)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._done += 1
+        # Keras makes the next epoch's iterator after an epoch's last batch, before
+        # on_epoch_end: from now on a pass that begins is the next epoch's, from its start.
+        self._set_position(self._epoch + 1, 0)
+        if self.save_every and self._done % self.save_every == 0:
+            self._save_model()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._epoch, self._done = epoch + 1, 0
+        self._save_model()
+
+    def _set_position(self, epoch, skip):
+        if self.position is not None:
+            self.position.set(epoch, skip)
+
+    def _step(self):
+        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+
+    @staticmethod
+    def _read(path):
+        if not os.path.exists(path):
+            return None
+        with open(path) as f:
+            return json.load(f)
+
+    def _save_model(self):
+        os.makedirs(self.backup_dir, exist_ok=True)
+        for path, previous in ((self._weights_path, self._prev_weights_path),
+                               (self._training_metadata_path, self._prev_training_metadata_path)):
+            if os.path.exists(path):
+                shutil.copyfile(path, previous)
+        self.model.save_weights(self._weights_path, overwrite=True)
+        # The optimizer's step names the weights this position belongs to.
+        state = {"epoch": self._epoch, "batches": self._done, "step": self._step()}
+        write_text_atomically(self._training_metadata_path, json.dumps(state))

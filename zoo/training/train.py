@@ -8,6 +8,7 @@ task never changes this file.
 
 import contextlib
 import dataclasses
+import inspect
 import json
 import os
 import shutil
@@ -27,10 +28,12 @@ from zoo.artifacts import (
     save_model_atomically,
     write_text_atomically,
 )
+from zoo.data.epoch_order import DataPosition, positioned
 from zoo.training.callbacks import (
     BestCheckpoint,
     LastCheckpoints,
     ModelFile,
+    ResumableBackup,
     StopOnNonFiniteLoss,
     TimeLimit,
 )
@@ -46,6 +49,7 @@ __all__ = ["check_config", "standard_callbacks", "train", "training_dtype_policy
 
 _RESUMABLE_FIELDS = ("epochs",)
 VOCABULARY_TIMEOUT = 600  # seconds a worker waits for the chief's vocabulary
+BACKUP_EVERY = 200  # steps between backups within an epoch (minutes of the small model here)
 
 
 def check_config(config, workdir):
@@ -98,12 +102,13 @@ def training_dtype_policy(mixed_precision):
 
 
 def standard_callbacks(workdir, time_limit=None, metrics=(), extra=(), ema=False,
-                       keep_checkpoints=5):
+                       keep_checkpoints=5, position=None, backup_every=None):
     """The callbacks of every zoo training run, in the order that makes each one see the rest.
 
     A stop at the first NaN or infinite loss (:class:`StopOnNonFiniteLoss`, before anything
-    saves); BackupAndRestore state in ``backup/`` (rerunning the same command resumes from the
-    last finished epoch; with more epochs, a finished run trains on); with ``ema`` the swap to the
+    saves); the backup in ``backup/`` (:class:`ResumableBackup`, after every epoch and every
+    ``backup_every`` steps: rerunning the same command resumes there, at ``position`` in the
+    data; with more epochs, a finished run trains on); with ``ema`` the swap to the
     averaged weights; the ``metrics`` callbacks, which add to the epoch logs; then
     ``checkpoint.keras`` after every epoch, the weights of the last ``keep_checkpoints``
     epochs in ``epochs/`` (for ``zoo average``), TensorBoard logs in ``logs/``, every epoch's
@@ -117,9 +122,8 @@ def standard_callbacks(workdir, time_limit=None, metrics=(), extra=(), ema=False
         StopOnNonFiniteLoss(),
         # Kept after the last epoch, so that a longer rerun (more --epochs) goes on from there.
         # With a second copy: a run killed while writing the backup resumes from the one before.
-        keras.callbacks.BackupAndRestore(
-            os.path.join(workdir, BACKUP_DIR), delete_checkpoint=False, double_checkpoint=True
-        ),
+        # Every backup_every steps too, with the data position (the epoch and its batches done).
+        ResumableBackup(os.path.join(workdir, BACKUP_DIR), position, save_every=backup_every),
         *([keras.callbacks.SwapEMAWeights(swap_on_epoch=True)] if ema else []),
         *metrics,
         ModelFile(os.path.join(workdir, CHECKPOINT_FILE)),
@@ -146,14 +150,16 @@ def train(
     callbacks=(),
     verbose="auto",
     keep_checkpoints=5,
+    backup_every=BACKUP_EVERY,
     **task_options,
 ):
     """Train the model of ``task`` with Keras ``fit``; resumable after a crash.
 
     The workdir receives ``config.json`` (the config, with what the vocabulary fixes), the
     task's vocabulary, ``checkpoint.keras`` (after every epoch), ``epochs/`` (the weights of
-    the last epochs), ``backup/`` (BackupAndRestore state: rerunning the same command resumes
-    from the last finished epoch; with more epochs it trains on), ``logs/`` (TensorBoard),
+    the last epochs), ``backup/`` (the training state after every epoch and every ``backup_every``
+    steps: rerunning the same command resumes there, at the same place in the data; with more
+    epochs it trains on), ``logs/`` (TensorBoard),
     ``history.csv`` and finally ``model.keras``. A task with a best metric (the tagger) also
     keeps ``best.keras``, the best validation epoch so far, and ``model.keras`` is that epoch.
 
@@ -176,6 +182,9 @@ def train(
             bundled validation split.
         callbacks: more Keras callbacks.
         verbose: ``fit``'s verbosity; "auto" shows the progress bar.
+        backup_every: steps between backups within an epoch (None: at epochs' ends only); a
+            run killed at any moment resumes from the last one, at the same place in its data
+            (:class:`~zoo.training.callbacks.ResumableBackup`).
         keep_checkpoints: the weights of this many last epochs stay in ``epochs/``, for
             checkpoint averaging (``zoo average``).
         **task_options: the task's own options (the translator's ``bleu_sample_size``).
@@ -227,21 +236,43 @@ def train(
         # that they get equal shares (Keras's first look at a batch fails on unequal ones).
         replicas = distribution.num_replicas_in_sync
         sizes = {"batch_multiple": replicas} if replicas > 1 else {}  # older tasks lack it
-        datasets = [
-            distributable(task.dataset(config, vocabulary, data, training=training,
-                                       jit_compile=jit_compile, **sizes), distribution)
-            for data, training in ((train_data, True), (validation_data, False))
-        ]  # fmt: skip
-        history = model.fit(
-            datasets[0],
-            validation_data=datasets[1],
-            epochs=config.epochs,
-            callbacks=standard_callbacks(
-                workdir, time_limit, metrics, extra, ema=task.uses_ema(config),
-                keep_checkpoints=keep_checkpoints,
-            ),
-            verbose=verbose,
-        )
+        # Each epoch's order is a function of the epoch, and a resumed run skips the batches
+        # its epoch has done (ResumableBackup sets the position).
+        position = DataPosition()
+        # A task whose dataset takes no epoch (an older one) shuffles as it likes: a resumed
+        # run then skips the batches done of another order.
+        ordered = "epoch" in inspect.signature(task.dataset).parameters
+        training_set = positioned(
+            lambda epoch: task.dataset(config, vocabulary, train_data, training=True,
+                                       jit_compile=jit_compile, **sizes,
+                                       **({"epoch": epoch} if ordered else {})),
+            position,
+        )  # fmt: skip
+        validation_set = task.dataset(config, vocabulary, validation_data, training=False,
+                                      jit_compile=jit_compile, **sizes)
+        callbacks = standard_callbacks(
+            workdir, time_limit, metrics, extra, ema=task.uses_ema(config),
+            keep_checkpoints=keep_checkpoints, position=position, backup_every=backup_every,
+        )  # fmt: skip
+
+        def fit(epochs):
+            return model.fit(
+                distributable(training_set, distribution),
+                validation_data=distributable(validation_set, distribution),
+                epochs=epochs,
+                callbacks=callbacks,
+                verbose=verbose,
+            )
+
+        # A cut epoch is short, and Keras takes every epoch of a fit to have the batches of
+        # its first: the rest of it runs in a fit of its own.
+        cut = ResumableBackup.resumes_mid_epoch(os.path.join(workdir, BACKUP_DIR))
+        rest = fit(cut + 1) if cut is not None else None
+        history = rest if rest is not None and model.stop_training else fit(config.epochs)
+        if rest is not None and history is not rest:
+            history.epoch[:0] = rest.epoch
+            for name, values in rest.history.items():
+                history.history[name] = values + history.history.get(name, [])
     if monitor and os.path.exists(best_path):
         model.load_weights(best_path)
     if chief:
