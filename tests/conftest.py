@@ -43,6 +43,7 @@ LONGEST_FIRST = (
     "tests/decoding/test_beam.py",
     "tests/export/test_shipped_serving.py",
     "tests/training/test_distributed.py",
+    "tests/training/test_kill_and_resume.py",
     "tests/tasks/test_nat_task.py",
     "tests/models/test_translator_options.py",
     "tests/export/test_translator_serving.py",
@@ -52,6 +53,7 @@ LONGEST_FIRST = (
     "tests/models/test_tagger.py",
     "tests/training/test_distillation.py",
     "tests/export/test_translator_options.py",
+    "tests/training/test_gradient_accumulation.py",
 )
 
 

@@ -33,7 +33,7 @@ from zoo.data.sentencepiece_vocab import (
     train_sentencepiece,
 )
 from zoo.data.tagger_vocabulary import TaggerVocabulary
-from zoo.data.epoch_order import DataPosition, epoch_shuffled, positioned
+from zoo.data.epoch_order import DataPosition, epoch_shuffled, skip_done
 from zoo.data.tagging_pipeline import make_tagging_dataset, split_long_sentences
 from zoo.data.translation_pipeline import bucket_spec, make_translation_dataset
 
@@ -64,8 +64,8 @@ __all__ = [
     "make_translation_dataset",
     "read_conllu",
     "read_lines",
-    "positioned",
     "read_parallel",
+    "skip_done",
     "split_long_sentences",
     "train_sentencepiece",
 ]

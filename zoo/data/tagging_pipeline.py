@@ -111,8 +111,8 @@ def make_tagging_dataset(
         bucket_width: the length step between buckets.
         shuffle: shuffle the sentences, anew each epoch.
         seed: the seed of the shuffle and of word dropout.
-        epoch: the shuffle's epoch (an int64 scalar tensor): each epoch's
-            order is then a function of ``seed`` and the epoch alone
+        epoch: the shuffle's epoch (:class:`zoo.data.DataPosition`'s ``epoch`` variable):
+            each epoch's order is then a function of ``seed`` and the epoch alone
             (:func:`zoo.data.epoch_shuffled`).
         word_dropout: the probability of replacing each real word id by the OOV id (1); 0 for
             evaluation data. The characters are kept.

@@ -104,9 +104,9 @@ def make_translation_dataset(
         shuffle: shuffle the pairs before bucketing, anew each epoch.
         shuffle_buffer: the shuffle buffer; by default all the pairs (a full shuffle).
         seed: the shuffle seed, for a reproducible order.
-        epoch: a full shuffle's epoch (an int64 scalar tensor): each
-            epoch's order is then a function of ``seed`` and the epoch alone, as a run resumed
-            mid-epoch needs (:func:`zoo.data.epoch_shuffled`).
+        epoch: a full shuffle's epoch (:class:`zoo.data.DataPosition`'s ``epoch``
+            variable): each epoch's order is then a function of ``seed`` and the epoch alone,
+            as a run resumed mid-epoch needs (:func:`zoo.data.epoch_shuffled`).
         pad_to_bucket: pad every batch to its bucket's upper bound instead of its own longest
             example, so that batches take only a few shapes (fewer retracings under XLA); then
             the source and the target of a batch have the same length.

@@ -95,8 +95,8 @@ class Task:
         """A ``tf.data.Dataset`` of ``(inputs, labels)`` batches for ``fit``; with
         ``batch_multiple`` (the replicas a batch is split across), the batch sizes are its
         multiples, so that every replica gets the same number of examples. Training data is
-        shuffled in an order that ``epoch`` (an int64 scalar tensor, when given) fixes, so
-        that a resumed run sees the order the interrupted one saw."""
+        shuffled in an order that ``epoch`` (:class:`zoo.data.DataPosition`'s variable, when
+        given) fixes, so that a resumed run sees the order the interrupted one saw."""
         raise NotImplementedError
 
     # ------------------------------------------------------------ model and training

@@ -176,8 +176,8 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
     rate schedule) is written after every ``save_every`` steps and at every epoch's end, with
     the position: the epoch, and the batches of it done. A rerun restores all three: ``fit``
     starts at that epoch, and ``position`` (the :class:`zoo.data.DataPosition` that the
-    training data is :func:`zoo.data.positioned` by) gives the epoch the order the interrupted
-    run saw and skips the batches done. Each write keeps the one before
+    training pipeline reads) gives the epoch the order the interrupted run saw and skips the
+    batches done. Each write keeps the one before
     (``double_checkpoint``), for a kill in the middle of it. Keras's own class restores the
     epoch only: it saves mid-epoch, but a rerun starts that epoch over.
 

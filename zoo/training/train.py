@@ -28,7 +28,7 @@ from zoo.artifacts import (
     save_model_atomically,
     write_text_atomically,
 )
-from zoo.data.epoch_order import DataPosition, positioned
+from zoo.data.epoch_order import DataPosition, skip_done
 from zoo.training.callbacks import (
     BestCheckpoint,
     LastCheckpoints,
@@ -242,10 +242,9 @@ def train(
         # A task whose dataset takes no epoch (an older one) shuffles as it likes: a resumed
         # run then skips the batches done of another order.
         ordered = "epoch" in inspect.signature(task.dataset).parameters
-        training_set = positioned(
-            lambda epoch: task.dataset(config, vocabulary, train_data, training=True,
-                                       jit_compile=jit_compile, **sizes,
-                                       **({"epoch": epoch} if ordered else {})),
+        training_set = skip_done(
+            task.dataset(config, vocabulary, train_data, training=True, jit_compile=jit_compile,
+                         **sizes, **({"epoch": position.epoch} if ordered else {})),
             position,
         )  # fmt: skip
         validation_set = task.dataset(config, vocabulary, validation_data, training=False,
