@@ -263,6 +263,9 @@ def test_the_tables_of_the_command_line_match_the_tasks():
     from zoo.training.train import BACKUP_EVERY
 
     assert zoo_cli.BACKUP_EVERY == BACKUP_EVERY
+    from zoo.artifacts import MODEL_FILE
+
+    assert zoo_cli.MODEL_FILE == MODEL_FILE
     parse = zoo_cli.build_parser().parse_args
     assert parse(argv[:-1]).mixed_precision is None
     assert parse(argv[:-1] + ["--mixed-precision"]).mixed_precision == "bfloat16"

@@ -12,6 +12,7 @@ from zoo.data.conllu import (
     load_ud_english_ewt,
     read_conllu,
 )
+from zoo.data.epoch_order import DataPosition, epoch_shuffled, skip_done
 from zoo.data.multi30k import (
     MULTI30K_LANGUAGES,
     MULTI30K_SPLITS,
@@ -33,14 +34,13 @@ from zoo.data.sentencepiece_vocab import (
     train_sentencepiece,
 )
 from zoo.data.tagger_vocabulary import TaggerVocabulary
-from zoo.data.epoch_order import DataPosition, epoch_shuffled, skip_done
 from zoo.data.tagging_pipeline import make_tagging_dataset, split_long_sentences
 from zoo.data.translation_pipeline import bucket_spec, make_translation_dataset
 
 __all__ = [
     "BOS_ID",
-    "DataPosition",
     "BOS_PIECE",
+    "DataPosition",
     "EOS_ID",
     "EOS_PIECE",
     "MULTI30K_LANGUAGES",

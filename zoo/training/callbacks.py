@@ -177,9 +177,9 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
     the position: the epoch, and the batches of it done. A rerun restores all three: ``fit``
     starts at that epoch, and ``position`` (the :class:`zoo.data.DataPosition` that the
     training pipeline reads) gives the epoch the order the interrupted run saw and skips the
-    batches done. Each write keeps the one before
-    (``double_checkpoint``), for a kill in the middle of it. Keras's own class restores the
-    epoch only: it saves mid-epoch, but a rerun starts that epoch over.
+    batches done. Each write keeps the one before (``double_checkpoint``), for a kill in the
+    middle of it. Keras's own class restores the epoch only: it saves mid-epoch, but a rerun
+    starts that epoch over.
 
     A resumed epoch is short, and Keras takes every epoch of a ``fit`` to have as many batches
     as its first: ``train()`` runs the rest of a cut epoch in a ``fit`` of its own
@@ -192,9 +192,12 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
         save_every: steps between backups within an epoch; None: at epochs' ends only.
     """
 
+    METADATA_FILE = "training_metadata.json"  # Keras's name, beside its latest.weights.h5
+
     def __init__(self, backup_dir, position=None, save_every=None):
         super().__init__(backup_dir, save_freq="epoch", double_checkpoint=True,
                          delete_checkpoint=False)  # fmt: skip
+        assert os.path.basename(self._training_metadata_path) == self.METADATA_FILE
         self.position = position
         self.save_every = save_every
         self._epoch = 0
@@ -203,7 +206,7 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
     @staticmethod
     def resumes_mid_epoch(backup_dir):
         """The epoch a rerun would resume in the middle of, or None."""
-        state = ResumableBackup._read(os.path.join(backup_dir, "training_metadata.json"))
+        state = ResumableBackup._read(os.path.join(backup_dir, ResumableBackup.METADATA_FILE))
         return state["epoch"] if state and state.get("batches") else None
 
     def on_train_begin(self, logs=None):
