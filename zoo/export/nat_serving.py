@@ -42,6 +42,7 @@ import tensorflow as tf
 from zoo.artifacts import SERVING_VERSION
 from zoo.decoding.nat import MAX_ITERATIONS, MAX_LENGTH_BEAM
 from zoo.decoding.translation import nat_counts
+from zoo.export.folder import float32_model
 from zoo.export.text_serving import STRINGS, TextServing, export_text_serving, positive_int
 
 __all__ = ["NAT_SIGNATURES", "NATServing", "export_nat"]
@@ -202,6 +203,7 @@ def export_nat(
         ValueError: a model that is not a NAT, a vocabulary that does not fit it, or a length
             or count out of range.
     """
+    model = float32_model(model)  # once: the serving module and write_export then keep it
     serving = NATServing(
         model,
         tokenizer,

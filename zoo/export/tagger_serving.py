@@ -357,6 +357,7 @@ def export_tagger(model, vocabulary, output_dir, window=None, verbose=False,
         >>> outputs["tokens"].numpy().tolist(), outputs["lengths"].numpy().tolist()
         ([[b'A', b'cat', b'.']], [3])
     """
+    model = float32_model(model)  # once: the serving module and write_export then keep it
     serving = TaggerServing(model, vocabulary, window=window)
     return write_export(
         output_dir, model, TAGGER_VOCABULARY_FILE, vocabulary.save, serving, verbose=verbose,

@@ -66,6 +66,7 @@ References:
 import tensorflow as tf
 
 from zoo.artifacts import SERVING_VERSION
+from zoo.export.folder import float32_model
 from zoo.export.text_serving import STRINGS, TextServing, export_text_serving, positive_int
 
 __all__ = ["MAX_BEAM_SIZE", "SIGNATURES", "TranslatorServing", "export_translator"]
@@ -247,6 +248,7 @@ def export_translator(
         >>> list(outputs), outputs["translations"].shape, outputs["translations"][1].numpy()
         (['translations'], TensorShape([2]), b'')
     """
+    model = float32_model(model)  # once: the serving module and write_export then keep it
     serving = TranslatorServing(
         model,
         tokenizer,
