@@ -4,8 +4,8 @@ import pytest
 import tensorflow as tf
 
 from zoo.data import EOS_ID, SentencePieceTokenizer, load_multi30k, train_sentencepiece
-from zoo.decoding import greedy_search, translate, translate_strings
-from zoo.decoding.translation import _COMPILED
+from zoo.decoding import greedy_search, output_length, translate, translate_strings
+from zoo.decoding.translation import _COMPILED, translator_search
 from zoo.models import build_translator, translator_config
 from zoo.models.translator import step_and_caches
 
@@ -115,3 +115,19 @@ def test_verbose_draws_a_progress_bar_on_stderr(model, tokenizer, capsys):
     assert texts == translate(model, tokenizer, SENTENCES, method="greedy", batch_size=2)
     assert "5/5" in captured.err and captured.out == ""
     assert capsys.readouterr().err == ""  # silent by default
+
+
+def test_a_search_sized_from_its_source_is_the_full_search_cut_to_that_length():
+    keras.utils.set_random_seed(4)
+    model = build_translator(translator_config("tiny", vocab_size=VOCAB_SIZE, max_length=64))
+    source = tf.constant([[5, 6, 7, 8, 9], [10, 11, 0, 0, 0]], tf.int32)
+    assert output_length(source, 64) == 5 + 1 + 10  # 1.2 S + 10, as fairseq's examples
+    assert output_length(tf.zeros((1, 60), tf.int32), 64) == 64  # at most the positions
+    full = np.asarray(translator_search(model, "greedy", 64, eos_id=-1)(source))  # no EOS
+    sized = translator_search(model, "greedy", None, eos_id=-1)
+    np.testing.assert_array_equal(np.asarray(sized(source)), full[:, :16])
+    # A width known only when the graph runs (a SavedModel signature), and under XLA.
+    spec = [tf.TensorSpec([None, None], tf.int32)]
+    for jit in (False, True):
+        run = tf.function(sized, input_signature=spec, jit_compile=jit, autograph=False)
+        np.testing.assert_array_equal(np.asarray(run(source)), full[:, :16])

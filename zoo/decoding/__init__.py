@@ -18,7 +18,7 @@ from zoo.decoding.nat import cut_at_first_eos, length_candidates, mask_predict, 
 from zoo.decoding.sampling import sample, sample_from_logits
 from zoo.decoding.search_helpers import tile_for_beams
 from zoo.decoding.tagging import predict_tags, tag_sentences
-from zoo.decoding.translation import translate, translate_strings
+from zoo.decoding.translation import output_length, translate, translate_strings
 
 __all__ = [
     "beam_search",
@@ -28,6 +28,7 @@ __all__ = [
     "length_penalty",
     "mask_predict",
     "nat_search",
+    "output_length",
     "predict_tags",
     "sample",
     "sample_from_logits",

@@ -49,10 +49,14 @@ def write_column(buffer, index, values):
 
 
 def check_max_length(max_length):
-    """``max_length`` as an int; it must be a positive Python int (it sizes the buffers).
+    """``max_length`` as an int, or as a scalar int32 tensor: it sizes the buffers.
 
+    A tensor is what a search sized from its source gets (:func:`~zoo.decoding.output_length`
+    of a source whose width is known only when the graph runs); it is trusted to be positive.
     Whether it fits the model's positions is the model's check, made when its caches are made.
     """
+    if ops.is_tensor(max_length) and len(max_length.shape) == 0:
+        return ops.cast(max_length, "int32")
     if not isinstance(max_length, numbers.Integral) or isinstance(max_length, bool):
         raise ValueError(f"max_length must be a Python int, got {max_length!r}.")
     if max_length < 1:

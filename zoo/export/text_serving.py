@@ -42,8 +42,10 @@ class TextServing(tf.Module):
             EOS id.
         max_input_length: the most source tokens read per sentence; longer sentences are
             truncated. Defaults to the model's source positions.
-        max_output_length: the most target tokens per translation (EOS included). Defaults to
-            the model's target positions.
+        max_output_length: the most target tokens per translation (EOS included). By
+            default each request's search is sized from its source
+            (:func:`zoo.decoding.output_length`, at most the model's target positions; a NAT
+            spans its predicted lengths, at most its positions).
         name: the module name.
 
     Attributes:
@@ -75,21 +77,21 @@ class TextServing(tf.Module):
         source_positions = layers.max_source_length
         if max_input_length is None:
             max_input_length = source_positions
-        if max_output_length is None:
-            max_output_length = layers.max_length
-        if max_input_length is None or max_output_length is None:
-            raise ValueError(
-                "The model's embedding has no max_length: pass max_input_length and "
-                "max_output_length."
-            )
+        if max_input_length is None:
+            raise ValueError("The model's embedding has no max_length: pass max_input_length.")
         positive_int(max_input_length, "max_input_length")
-        positive_int(max_output_length, "max_output_length")
+        if max_output_length is not None:
+            positive_int(max_output_length, "max_output_length")
         if source_positions is not None and max_input_length > source_positions:
             raise ValueError(
                 f"max_input_length={max_input_length} is more than the model's "
                 f"{source_positions} source positions."
             )
-        if layers.max_length is not None and max_output_length > layers.max_length:
+        if (
+            max_output_length is not None
+            and layers.max_length is not None
+            and max_output_length > layers.max_length
+        ):
             raise ValueError(
                 f"max_output_length={max_output_length} is more than the model's "
                 f"{layers.max_length} target positions."

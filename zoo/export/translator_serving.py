@@ -39,7 +39,10 @@ every signature:
   default the model's ``max_length``); the tokens after them are ignored, never an error.
 - An input with no tokens (the empty string, only whitespace, only invalid bytes) translates
   to ``""`` and costs no decoding.
-- A translation has at most ``max_output_length`` tokens; it ends at the first EOS.
+- A translation ends at the first EOS. It has at most ``max_output_length`` tokens when the
+  export sets it; by default a request's search is sized from its widest source
+  (:func:`zoo.decoding.output_length`: 1.2 times its tokens plus 10, at most the model's
+  positions).
 
 The functions run in plain graph mode (no XLA). In Python::
 
@@ -93,8 +96,8 @@ class TranslatorServing(TextServing):
             EOS id; BOS starts every target and EOS ends it.
         max_input_length: the most source tokens read per sentence; longer sentences are
             truncated. Defaults to the model's source positions (``config.max_length``).
-        max_output_length: the most target tokens per translation (EOS included). Defaults to
-            the model's target positions.
+        max_output_length: the most target tokens per translation (EOS included). By default
+            each request's search is sized from its source (:func:`zoo.decoding.output_length`).
         default_beam_size: the beam size of ``serving_default``.
         alpha: the length-penalty exponent of beam search.
         name: the module name.
@@ -215,8 +218,8 @@ def export_translator(
         output_dir: the folder to write (created if missing; files in it are overwritten).
         max_input_length: the most source tokens read per sentence (longer sentences are
             truncated); defaults to the model's ``max_length``.
-        max_output_length: the most target tokens per translation; defaults to the model's
-            ``max_length``.
+        max_output_length: the most target tokens per translation; by default each request's
+            search is sized from its source (:func:`zoo.decoding.output_length`).
         default_beam_size: the beam size of ``serving_default``, at most :data:`MAX_BEAM_SIZE`.
         alpha: the exponent of the GNMT length penalty of beam search.
         verbose: draw a progress bar on stderr over the export's stages.

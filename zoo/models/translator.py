@@ -659,7 +659,8 @@ def init_caches(
         memory: the encoder output of :func:`encode`: ``(B, S, D)``, or one per block.
         source_padding: ``(B, S)`` boolean, True on real source tokens.
         max_length: Python int, the number of decoder steps (and self-attention cache slots);
-            at most the model's target positions.
+            at most the model's target positions. A scalar int tensor is taken as it is (a
+            search sized from its source, :func:`zoo.decoding.output_length`).
         monotonic: add the ``"attention_position"`` that :func:`step`'s
             ``monotonic_window`` moves forward, ``(B,)`` int32 zeros.
         source_ids: ``(B, S)`` int ids of the source; needed by a model with a copy
@@ -679,9 +680,11 @@ def init_caches(
     """
     layers = translator_layers(model)
     limit = layers.max_length
-    if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 1:
+    if ops.is_tensor(max_length):
+        pass  # a search sized from its source, at run time: its caller bounds it
+    elif not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 1:
         raise ValueError(f"max_length must be a positive Python int, got {max_length!r}.")
-    if limit is not None and max_length > limit:
+    elif limit is not None and max_length > limit:
         raise ValueError(
             f"max_length={max_length} needs {max_length} target positions, but the model's "
             f"embedding has max_length={limit}."
