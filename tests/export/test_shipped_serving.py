@@ -67,7 +67,8 @@ def test_every_signature_of_every_shipped_model_is_documented():
     documented = {(model, request["signature_name"]) for model, request, _ in _documented()}
     assert documented == {
         ("translator-en-de", "serving_default"), ("translator-en-de", "translate_greedy"),
-        ("translator-en-de", "translate_beam"), ("nat-en-de", "serving_default"),
+        ("translator-en-de", "translate_beam"), ("translator-en-de", "translate_xla"),
+        ("translator-en-de", "translate_greedy_xla"), ("nat-en-de", "serving_default"),
         ("nat-en-de", "translate_refined"), ("tagger-en-ewt", "serving_default"),
     }  # fmt: skip
 

@@ -60,8 +60,13 @@ CASES = {
     "mixed": ("translate_greedy", ["", SENTENCES[0], "   ", SENTENCES[1]], None),
     "invalid_utf8": ("translate_greedy", INVALID, None),
     "invalid_utf8_beam": ("serving_default", INVALID, None),
+    "xla": ("translate_xla", TRANSLATED, None),
+    "greedy_xla": ("translate_greedy_xla", TRANSLATED, None),
+    "mixed_xla": ("translate_greedy_xla", ["", SENTENCES[0], "   ", SENTENCES[1]], None),
+    "empty_batch_xla": ("translate_xla", [], None),
+    "invalid_utf8_xla": ("translate_xla", INVALID, None),
 }
-STRICT_CASES = ("default", "greedy", "beam_2")
+STRICT_CASES = ("default", "greedy", "beam_2", "greedy_xla")
 
 _SERVE_SCRIPT = textwrap.dedent(
     """
@@ -210,6 +215,9 @@ def test_translations_equal_translate_of_the_in_memory_model(served, references)
     assert outputs["default"] == references["beam"]
     assert outputs["beam_2"] == references["beam_2"]
     assert outputs["beam_default"] == references["beam"][: len(SENTENCES)]
+    # The XLA-compiled searches: the same translations.
+    assert outputs["greedy_xla"] == references["greedy"]
+    assert outputs["xla"] == references["beam"]
 
 
 def test_beam_size_is_clamped(served):
@@ -227,11 +235,13 @@ def test_empty_inputs_give_empty_translations(served, references):
         assert outputs[name]["shape"] == [0] and outputs[name]["texts"] == [], name
     greedy = references["greedy"]
     assert outputs["mixed"]["texts"] == ["", greedy[0], "", greedy[1]]
+    assert outputs["mixed_xla"]["texts"] == ["", greedy[0], "", greedy[1]]
+    assert outputs["empty_batch_xla"]["shape"] == [0]
 
 
 def test_long_inputs_are_truncated(served, references, tokenizer):
     assert len(tokenizer.tokenize(tf.constant([LONG]))[0]) > 10 * MAX_LENGTH
-    for name in ("default", "greedy", "beam_2"):
+    for name in ("default", "greedy", "beam_2", "xla"):
         texts = served["outputs"][name]["texts"]
         # Both read only their first MAX_LENGTH tokens, which are the same.
         assert texts[TRANSLATED.index(LONG)] == texts[TRANSLATED.index(LONGER)]
@@ -246,6 +256,8 @@ def test_invalid_utf8_is_replaced(model, tokenizer, served):
     expected = translate(model, tokenizer, repaired[:-1], method="greedy") + [""]
     assert served["outputs"]["invalid_utf8"]["texts"] == expected
     assert len(served["outputs"]["invalid_utf8_beam"]["texts"]) == len(INVALID)
+    outputs = served["outputs"]
+    assert outputs["invalid_utf8_xla"]["texts"] == outputs["invalid_utf8_beam"]["texts"]
 
 
 def test_other_scripts_and_emoji_pass_through_the_tokenizer(export_dir, served):

@@ -22,7 +22,7 @@ from zoo.progress import Progress
 from zoo.special_ids import BOS_ID, EOS_ID, PAD_ID
 
 __all__ = [
-    "nat_counts", "nat_length_candidates", "output_length", "translate", "translate_strings",
+    "bucketed", "nat_counts", "nat_length_candidates", "output_length", "translate", "translate_strings",
     "translator_search",
 ]  # fmt: skip
 
@@ -422,12 +422,25 @@ def translate(
     return outputs
 
 
-def _make_translate_function(tf, tokenizer, search, source_limit):
-    """The frame in a ``tf.function`` over the search (compiled by XLA), on bucketed shapes."""
+def bucketed(search, source_limit=None):
+    """``search`` on sources padded to few shapes: what an XLA-compiled search needs.
 
-    def bucketed(source):  # (B', S)
+    XLA compiles a function once per input shape. The source batch is padded to the next
+    power of two rows and the next multiple of 8 tokens (within ``source_limit``), so that a
+    stream of requests compiles a few dozen shapes, not one per request; padding never
+    changes a translation, and the padded rows are dropped from the result.
+
+    Args:
+        search: a function of ``(B, S)`` int32 source ids, 0-padded, to ``(B, L)`` ids.
+        source_limit: the model's source positions (None: no limit).
+
+    Returns:
+        A function of the same arguments and results, in TensorFlow ops.
+    """
+    import tensorflow as tf
+
+    def run(source):  # (B', S)
         batch, length = tf.shape(source)[0], tf.shape(source)[1]
-        # The next power of two rows and multiple of 8 tokens (within the positions).
         rows = tf.while_loop(lambda n: n < batch, lambda n: 2 * n, [tf.constant(1)])[0]
         padded = tf.maximum(_round_up(length), _LENGTH_BUCKET)
         if source_limit is not None:
@@ -435,8 +448,16 @@ def _make_translate_function(tf, tokenizer, search, source_limit):
         source = tf.pad(source, [[0, rows - batch], [0, padded - length]])
         return search(source)[:batch]  # (B', L)
 
+    return run
+
+
+def _make_translate_function(tf, tokenizer, search, source_limit):
+    """The frame in a ``tf.function`` over the search (compiled by XLA), on bucketed shapes."""
+
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     def run(sentences):
-        return translate_strings(sentences, tokenizer, bucketed, max_input_length=source_limit)
+        return translate_strings(
+            sentences, tokenizer, bucketed(search, source_limit), max_input_length=source_limit
+        )
 
     return run

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from zoo.artifacts import SENTENCEPIECE_FILE, SERVING_VERSION
 from zoo.data.sentencepiece_vocab import PAD_ID, SentencePieceTokenizer
-from zoo.decoding.translation import translate_strings, translator_search
+from zoo.decoding.translation import bucketed, translate_strings, translator_search
 from zoo.export.folder import float32_model, save_serving, write_export
 from zoo.models.translator import translator_layers
 
@@ -116,10 +116,20 @@ class TextServing(tf.Module):
         """Write the SavedModel with :attr:`signatures` to ``path``; return ``path``."""
         return save_serving(self, path, self.signatures)
 
-    def translate_with(self, inputs, method, **kwargs):
+    def translate_with(self, inputs, method, xla=False, **kwargs):
         """``inputs`` (``tf.string`` ``[None]``) translated in the graph by the search
-        ``method`` of :func:`zoo.decoding.translator_search`, with ``kwargs``."""
+        ``method`` of :func:`zoo.decoding.translator_search`, with ``kwargs``.
+
+        With ``xla``, the search (not the tf-text ops around it) is a
+        ``tf.function(jit_compile=True)`` on sources padded to few shapes
+        (:func:`zoo.decoding.translation.bucketed`), as :func:`zoo.decoding.translate` runs
+        it: each new shape compiles once, on its first request. TF Serving runs such a
+        function only when started with ``--xla_cpu_compilation_enabled=true``.
+        """
         search = self._search(method, **kwargs)
+        if xla:
+            compiled = tf.function(search, jit_compile=True, autograph=False)
+            search = bucketed(compiled, self.max_input_length)
         return translate_strings(inputs, self.tokenizer, search, self.max_input_length)
 
 
