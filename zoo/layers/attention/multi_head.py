@@ -301,10 +301,11 @@ class MultiHeadAttention(keras.layers.Layer):
             q, k_new, v_new = self._project_self(query)
             offset = ops.cast(cache_index, "int32")
             q, k_new = self._transform_qk(q, k_new, offset)
-            start = [0, offset, 0, 0]
-            k = ops.slice_update(cache[:, 0], start, k_new)
-            v = ops.slice_update(cache[:, 1], start, v_new)
-            cache = ops.stack([k, v], axis=1)
+            # One update of the whole cache, which XLA does in place inside the decoding loop
+            # (updating the keys and values apart and stacking them copied the cache each step).
+            new = ops.stack([k_new, ops.cast(v_new, k_new.dtype)], axis=1)  # (B, 2, T, N, H)
+            cache = ops.slice_update(cache, [0, 0, offset, 0, 0], ops.cast(new, cache.dtype))
+            k, v = cache[:, 0], cache[:, 1]
             use_causal_mask = True  # slots after the current step are empty
         elif cache is not None:
             # Cross attention with keys/values precomputed by compute_cache().

@@ -1,0 +1,163 @@
+"""Serving against in-process decoding: each shipped model's SavedModel signatures next to the
+Python path on the same sentences, at batch 1 and batch 64, in one run.
+
+- translator (``saved_models/translator-en-de``), greedy and beam 4: :func:`zoo.decoding.translate`
+  (its search compiled by XLA) against the plain signatures (``translate_greedy``,
+  ``serving_default``: graph mode, no XLA, they run on any TF Serving) and the XLA ones
+  (``translate_greedy_xla``, ``translate_xla``);
+- NAT (``saved_models/nat-en-de``), 4 iterations and 3 candidate lengths: ``translate(...,
+  method="mask_predict")`` against ``serving_default``;
+- tagger (``saved_models/tagger-en-ewt``): :func:`zoo.decoding.tag_sentences` against
+  ``serving_default``.
+
+The translators read the first sentences of Multi30k test2016 (128 at batch 64, 64 at batch
+1), the tagger the first sentences of UD English-EWT test. Each path first runs once untimed
+(tracing, and XLA compiling each padded shape), and its outputs are compared with the
+in-process ones; then the paths are timed alternately, round by round, and the median per
+sentence is kept. The ratio is served over in-process time: the target (issue 15) is at most
+1.5 at both batch sizes, and the cost per sentence falling as the batch grows.
+
+    python benchmarks/serving.py [--quick] [--no-record]
+"""
+
+import argparse
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import tensorflow as tf  # noqa: E402
+import tensorflow_text  # noqa: E402, F401  (registers the SentencePiece ops)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402  (benchmarks/common.py)
+
+from zoo.artifacts import latest_serving_path  # noqa: E402
+from zoo.data import load_multi30k, load_ud_english_ewt  # noqa: E402
+from zoo.decoding import tag_sentences, translate  # noqa: E402
+from zoo.tasks import load  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAVED = os.path.join(ROOT, "saved_models")
+TITLE = "Serving: the shipped SavedModels against in-process decoding (ms per sentence)"
+TARGET = 1.5
+NAT_SETTINGS = {"iterations": 4, "length_beam": 3}  # the NAT's serving_default
+
+
+def texts_of(outputs):
+    return [text.decode("utf-8") for text in outputs["translations"].numpy()]
+
+
+def translator_cases(folder):
+    """name -> (in-process function, {signature name: function}) of the translators; each
+    function maps a list of sentences to a list of outputs."""
+    cases = {}
+    _, model, tokenizer = load(os.path.join(SAVED, "translator-en-de"))
+    served = tf.saved_model.load(latest_serving_path(os.path.join(SAVED, "translator-en-de")))
+
+    def signature(name):
+        function = served.signatures[name]
+        return lambda batch: texts_of(function(inputs=tf.constant(batch)))
+
+    cases["translator greedy"] = (
+        lambda batch: translate(model, tokenizer, batch, "greedy", batch_size=len(batch)),
+        {"plain": signature("translate_greedy"), "XLA": signature("translate_greedy_xla")},
+    )
+    cases["translator beam 4"] = (
+        lambda batch: translate(model, tokenizer, batch, "beam", 4, batch_size=len(batch)),
+        {"plain": signature("serving_default"), "XLA": signature("translate_xla")},
+    )
+    _, nat, nat_tokenizer = load(os.path.join(SAVED, "nat-en-de"))
+    nat_served = tf.saved_model.load(latest_serving_path(os.path.join(SAVED, "nat-en-de")))
+    nat_default = nat_served.signatures["serving_default"]
+    cases["NAT T=4 l=3"] = (
+        lambda batch: translate(
+            nat, nat_tokenizer, batch, "mask_predict", batch_size=len(batch), **NAT_SETTINGS
+        ),
+        {"plain": lambda batch: texts_of(nat_default(inputs=tf.constant(batch)))},
+    )
+    return cases
+
+
+def tagger_case():
+    _, model, vocabulary = load(os.path.join(SAVED, "tagger-en-ewt"))
+    served = tf.saved_model.load(latest_serving_path(os.path.join(SAVED, "tagger-en-ewt")))
+    default = served.signatures["serving_default"]
+
+    def serve(batch):
+        outputs = default(sentences=tf.constant(batch))
+        tags, lengths = outputs["tags"].numpy(), outputs["lengths"].numpy()
+        return [[t.decode() for t in row[:n]] for row, n in zip(tags, lengths)]
+
+    def in_process(batch):
+        return tag_sentences(model, vocabulary, [text.split() for text in batch], batch_size=64)
+
+    return in_process, {"plain": serve}
+
+
+def measure(in_process, served, sentences, batch_size, rounds):
+    """ms per sentence of each path over ``sentences`` in batches of ``batch_size``, and
+    whether each served path gives the in-process outputs."""
+    batches = [sentences[i : i + batch_size] for i in range(0, len(sentences), batch_size)]
+    paths = {"in process": in_process, **served}
+    outputs = {name: [o for b in batches for o in path(b)] for name, path in paths.items()}
+    same = {name: outputs[name] == outputs["in process"] for name in served}
+    seconds = common.time_alternating(
+        {name: (lambda p=path: [p(b) for b in batches]) for name, path in paths.items()},
+        steps=1, rounds=rounds, warmup=0,
+    )  # fmt: skip
+    return {name: 1000 * s / len(sentences) for name, s in seconds.items()}, same
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="16 sentences at batch 1, 64 at batch 64, 2 rounds; not recorded")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-record", action="store_true", help="do not write RESULTS.md")
+    args = parser.parse_args(argv)
+    rounds = 2 if args.quick else args.rounds
+    counts = {1: 16, 64: 64} if args.quick else {1: 64, 64: 128}
+
+    print(common.machine_description(), flush=True)
+    english = [source for source, _ in load_multi30k("test2016")]
+    treebank = [" ".join(s.words) for s in load_ud_english_ewt("test")]
+    cases = translator_cases(SAVED)
+    cases["tagger"] = tagger_case()
+    rows, misses = [], []
+    for name, (in_process, served) in cases.items():
+        sentences = treebank if name == "tagger" else english
+        for batch_size, count in counts.items():
+            ms, same = measure(in_process, served, sentences[:count], batch_size, rounds)
+            row = [name, batch_size, f"{ms['in process']:.1f}"]
+            for kind in ("plain", "XLA"):
+                if kind in served:
+                    ratio = ms[kind] / ms["in process"]
+                    mark = "" if same[kind] else " (outputs differ)"
+                    row += [f"{ms[kind]:.1f}", f"{ratio:.2f}{mark}"]
+                    if ratio > TARGET:
+                        misses.append(f"{name} {kind} batch {batch_size}: {ratio:.2f}")
+                else:
+                    row += ["-", "-"]
+            rows.append(row)
+            print(" | ".join(str(cell) for cell in row), flush=True)
+    header = ["model, search", "batch", "in process", "served (plain)", "ratio",
+              "served (XLA)", "ratio"]  # fmt: skip
+    lines = common.markdown_table(header, rows)
+    print("\n".join(lines))
+    print(f"over {TARGET}x: " + ("; ".join(misses) if misses else "none"))
+    if not (args.quick or args.no_record):
+        notes = [
+            f"sentences: {counts[1]} at batch 1, {counts[64]} at batch 64 (Multi30k test2016 "
+            "for the translators, UD English-EWT test for the tagger); median of "
+            f"{rounds} alternating rounds after an untimed pass; ratio = served / in process",
+            "plain: graph-mode signatures (any TF Serving); XLA: the translator's `_xla` "
+            "signatures (TF Serving needs `--xla_cpu_compilation_enabled=true`)",
+            f"target: served within {TARGET}x of in process; over it: "
+            + ("; ".join(misses) if misses else "none"),
+        ]
+        common.publish_table(TITLE, "python benchmarks/serving.py", header, rows, notes)
+
+
+if __name__ == "__main__":
+    main()
