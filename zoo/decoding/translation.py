@@ -22,8 +22,8 @@ from zoo.progress import Progress
 from zoo.special_ids import BOS_ID, EOS_ID, PAD_ID
 
 __all__ = [
-    "bucketed", "nat_counts", "nat_length_candidates", "output_length", "translate", "translate_strings",
-    "translator_search",
+    "bucketed", "nat_counts", "nat_length_candidates", "output_length", "translate",
+    "translate_strings", "translator_search",
 ]  # fmt: skip
 
 METHODS = ("beam", "greedy", "sample", "mask_predict")
@@ -217,8 +217,8 @@ def translator_search(model, method, max_length, beam_size=4, compile_stage=None
 
     Returns:
         A function ``(B, S)`` source ids -> ``(B, L)`` int32 target ids, ``L = max_length``
-        or :func:`output_length` (``"mask_predict"``: ``L`` is the longest candidate length rounded up to a multiple
-        of 8, at most ``max_length``).
+        or :func:`output_length` (``"mask_predict"``: ``L`` is the longest candidate length
+        rounded up to a multiple of 8, at most ``max_length``).
     """
     compile_stage = compile_stage or (lambda function: function)
     if method not in METHODS:
