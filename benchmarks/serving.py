@@ -6,7 +6,7 @@ Python path on the same sentences, at batch 1 and batch 64, in one run.
   ``serving_default``: graph mode, no XLA, they run on any TF Serving) and the XLA ones
   (``translate_greedy_xla``, ``translate_xla``);
 - NAT (``saved_models/nat-en-de``), 4 iterations and 3 candidate lengths: ``translate(...,
-  method="mask_predict")`` against ``serving_default``;
+  method="mask_predict")`` against ``serving_default`` and ``translate_xla``;
 - tagger (``saved_models/tagger-en-ewt``): :func:`zoo.decoding.tag_sentences` against
   ``serving_default``.
 
@@ -69,12 +69,15 @@ def translator_cases(folder):
     )
     _, nat, nat_tokenizer = load(os.path.join(SAVED, "nat-en-de"))
     nat_served = tf.saved_model.load(latest_serving_path(os.path.join(SAVED, "nat-en-de")))
-    nat_default = nat_served.signatures["serving_default"]
+    nat_signatures = {
+        kind: (lambda batch, f=nat_served.signatures[name]: texts_of(f(inputs=tf.constant(batch))))
+        for kind, name in (("plain", "serving_default"), ("XLA", "translate_xla"))
+    }
     cases["NAT T=4 l=3"] = (
         lambda batch: translate(
             nat, nat_tokenizer, batch, "mask_predict", batch_size=len(batch), **NAT_SETTINGS
         ),
-        {"plain": lambda batch: texts_of(nat_default(inputs=tf.constant(batch)))},
+        nat_signatures,
     )
     return cases
 
@@ -151,8 +154,8 @@ def main(argv=None):
             f"sentences: {counts[1]} at batch 1, {counts[64]} at batch 64 (Multi30k test2016 "
             "for the translators, UD English-EWT test for the tagger); median of "
             f"{rounds} alternating rounds after an untimed pass; ratio = served / in process",
-            "plain: graph-mode signatures (any TF Serving); XLA: the translator's `_xla` "
-            "signatures (TF Serving needs `--xla_cpu_compilation_enabled=true`)",
+            "plain: graph-mode signatures (any TF Serving); XLA: the `_xla` signatures "
+            "(TF Serving needs `--xla_cpu_compilation_enabled=true`)",
             f"target: served within {TARGET}x of in process; over it: "
             + ("; ".join(misses) if misses else "none"),
         ]

@@ -92,6 +92,8 @@ def test_the_saved_model_equals_translate(model, tokenizer, serving, iterations,
     assert "\ufffd" in TEXTS[-2] and got[-2]  # invalid UTF-8 replaced, then translated
     if (iterations, length_beam) == (4, 3):
         assert _run(serving, "serving_default") == expected  # the defaults
+        assert _run(serving, "translate_xla") == expected  # the same, compiled by XLA
+        assert _run(serving, "translate_xla", []) == []
 
 
 def test_both_options_serve_as_translate_from_the_export_folder(tokenizer, tmp_path):
@@ -112,6 +114,7 @@ def test_both_options_serve_as_translate_from_the_export_folder(tokenizer, tmp_p
     serving = tf.saved_model.load(serving_path(export_dir))
     assert _run(serving, "serving_default") == expected
     assert _run(serving, "translate_refined", iterations=4, length_beam=3) == expected
+    assert _run(serving, "translate_xla") == expected
 
 
 def test_the_counts_are_clamped(serving):

@@ -69,7 +69,8 @@ def test_every_signature_of_every_shipped_model_is_documented():
         ("translator-en-de", "serving_default"), ("translator-en-de", "translate_greedy"),
         ("translator-en-de", "translate_beam"), ("translator-en-de", "translate_xla"),
         ("translator-en-de", "translate_greedy_xla"), ("nat-en-de", "serving_default"),
-        ("nat-en-de", "translate_refined"), ("tagger-en-ewt", "serving_default"),
+        ("nat-en-de", "translate_refined"), ("nat-en-de", "translate_xla"),
+        ("tagger-en-ewt", "serving_default"),
     }  # fmt: skip
 
 

@@ -334,9 +334,10 @@ def translate(
     The sentences go through :func:`translate_strings` (tokenized in the graph by the tf-text
     tokenizer, truncated to the model's positions, cut after EOS, detokenized) with the search
     under ``tf.function(jit_compile=True)``, compiled once per settings and padded shape and
-    cached with the model. Sources are padded to a multiple of 8 tokens and batches to a
-    power of two, and the sentences go through in batches of ``batch_size``, so that few
-    shapes are ever compiled; padding never changes a translation.
+    cached with the model. The sentences go through in batches of ``batch_size`` sentences
+    of similar lengths (sorted by length, the results in the order given); sources are padded
+    to a multiple of 8 tokens and batches to a power of two, so that few shapes are ever
+    compiled; padding never changes a translation.
 
     Args:
         model: a translator of :func:`zoo.models.build_translator`.
@@ -412,12 +413,16 @@ def translate(
         )
     run = functions[settings]
 
-    outputs = []
+    # Batches of sentences of similar lengths: a batch is decoded as long as its longest
+    # sentence needs, and its search is sized from its widest source.
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+    outputs = [None] * len(sentences)
     progress = Progress(len(sentences), enabled=verbose, unit="sentences")
     for start in range(0, len(sentences), batch_size):
-        chunk = sentences[start : start + batch_size]
-        texts = run(tf.constant(chunk)).numpy()
-        outputs += [text.decode("utf-8", errors="replace") for text in texts]
+        chunk = order[start : start + batch_size]
+        texts = run(tf.constant([sentences[i] for i in chunk])).numpy()
+        for i, text in zip(chunk, texts):
+            outputs[i] = text.decode("utf-8", errors="replace")
         progress.add(len(chunk))
     return outputs
 

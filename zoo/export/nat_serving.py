@@ -19,6 +19,9 @@ The signatures:
   to 1 iteration for a copy model and 1 length for a max-length model, as
   :func:`zoo.decoding.translation.nat_counts` says). ``iterations=1, length_beam=1`` is the
   one-pass decoder.
+- ``translate_xla``: ``serving_default`` with its two stages (the candidate lengths, the
+  refinement) compiled by XLA, the same translations; TF Serving runs it only when started
+  with ``--xla_cpu_compilation_enabled=true`` (see :mod:`zoo.export.translator_serving`).
 
 The rules on the inputs are the translator's (:mod:`zoo.export.translator_serving`): invalid
 UTF-8 is replaced, a sentence is truncated to ``max_input_length`` tokens, an input with no
@@ -47,7 +50,7 @@ from zoo.export.text_serving import STRINGS, TextServing, export_text_serving, p
 
 __all__ = ["NAT_SIGNATURES", "NATServing", "export_nat"]
 
-NAT_SIGNATURES = ("serving_default", "translate_refined")
+NAT_SIGNATURES = ("serving_default", "translate_refined", "translate_xla")
 
 _ITERATIONS = tf.TensorSpec([], tf.int32, name="iterations")
 _LENGTH_BEAM = tf.TensorSpec([], tf.int32, name="length_beam")
@@ -57,9 +60,10 @@ class NATServing(TextServing):
     """A non-autoregressive translator and its tokenizer as a ``tf.Module``: sentences in,
     sentences out, in-graph.
 
-    Its two ``tf.function`` methods are the signatures of the SavedModel written by
+    Its ``tf.function`` methods are the signatures of the SavedModel written by
     :meth:`save` (see :mod:`zoo.export.nat_serving`). They trace in plain TensorFlow graph
-    mode, without XLA: the tf-text ops and the counts of a request do not compile with XLA.
+    mode: the tf-text ops and the counts of a request do not compile with XLA;
+    ``translate_xla`` compiles the stages of its search (fixed counts) inside that graph.
 
     Args:
         model: a model of :func:`zoo.models.nat.build_nat_translator`.
@@ -149,16 +153,30 @@ class NATServing(TextServing):
         """
         return {"translations": self._refined(inputs, iterations, length_beam)}
 
+    @tf.function(input_signature=[STRINGS], autograph=False)
+    def translate_xla(self, inputs):
+        """``translate_xla``: ``serving_default`` (the same inputs and outputs) with the
+        stages of its search compiled by XLA."""
+        return {
+            "translations": self._refined(
+                inputs, self.default_iterations, self.default_length_beam, xla=True
+            )
+        }
+
     @property
     def signatures(self):
         """The SavedModel's signatures, name -> ``tf.function`` (:data:`NAT_SIGNATURES`)."""
-        return {"serving_default": self.translate, "translate_refined": self.translate_refined}
+        return {
+            "serving_default": self.translate,
+            "translate_refined": self.translate_refined,
+            "translate_xla": self.translate_xla,
+        }
 
     # ------------------------------------------------------------------ the graph
-    def _refined(self, inputs, iterations, length_beam):
+    def _refined(self, inputs, iterations, length_beam, xla=False):
         # The search clamps tensor counts (zoo.decoding.translation.nat_counts).
         return self.translate_with(
-            inputs, "mask_predict", iterations=iterations, length_beam=length_beam
+            inputs, "mask_predict", xla=xla, iterations=iterations, length_beam=length_beam
         )
 
 

@@ -120,16 +120,22 @@ class TextServing(tf.Module):
         """``inputs`` (``tf.string`` ``[None]``) translated in the graph by the search
         ``method`` of :func:`zoo.decoding.translator_search`, with ``kwargs``.
 
-        With ``xla``, the search (not the tf-text ops around it) is a
+        With ``xla``, the search (not the tf-text ops around it) runs in
         ``tf.function(jit_compile=True)`` on sources padded to few shapes
         (:func:`zoo.decoding.translation.bucketed`), as :func:`zoo.decoding.translate` runs
         it: each new shape compiles once, on its first request. TF Serving runs such a
         function only when started with ``--xla_cpu_compilation_enabled=true``.
         """
-        search = self._search(method, **kwargs)
         if xla:
-            compiled = tf.function(search, jit_compile=True, autograph=False)
-            search = bucketed(compiled, self.max_input_length)
+            # The stages that translate() compiles: the whole search of an autoregressive
+            # translator, the two stages of Mask-Predict.
+            def jit(function):
+                return tf.function(function, jit_compile=True, autograph=False)
+
+            search = self._search(method, compile_stage=jit, **kwargs)
+            search = bucketed(search, self.max_input_length)
+        else:
+            search = self._search(method, **kwargs)
         return translate_strings(inputs, self.tokenizer, search, self.max_input_length)
 
 

@@ -189,26 +189,14 @@ class TranslatorServing(TextServing):
 
     @tf.function(input_signature=[STRINGS], autograph=False)
     def translate_xla(self, inputs):
-        """``translate_xla``: ``serving_default`` with the search compiled by XLA.
-
-        Args:
-            inputs: ``tf.string`` ``[None]``, the sentences (any bytes).
-
-        Returns:
-            ``{"translations": tf.string [None]}``, one UTF-8 translation per input.
-        """
+        """``translate_xla``: ``serving_default`` (the same inputs and outputs) with the
+        search compiled by XLA."""
         return {"translations": self._translate(inputs, "beam", self.default_beam_size, True)}
 
     @tf.function(input_signature=[STRINGS], autograph=False)
     def translate_greedy_xla(self, inputs):
-        """``translate_greedy_xla``: ``translate_greedy`` with the search compiled by XLA.
-
-        Args:
-            inputs: ``tf.string`` ``[None]``, the sentences (any bytes).
-
-        Returns:
-            ``{"translations": tf.string [None]}``, one UTF-8 translation per input.
-        """
+        """``translate_greedy_xla``: ``translate_greedy`` (the same inputs and outputs)
+        with the search compiled by XLA."""
         return {"translations": self._translate(inputs, "greedy", None, True)}
 
     @property
