@@ -55,12 +55,13 @@ def output_length(source_ids, limit=None):
         (plain graph mode, and XLA, which folds it to a constant of each compiled shape).
     """
     width = source_ids.shape[1]
-    if width is None:
+    known = width is not None
+    if not known:
         width = ops.shape(source_ids)[1]
-        length = width + width // 5 + 10  # integer arithmetic: XLA folds it from the shape
-        return length if limit is None else ops.minimum(length, limit)
-    length = width + width // 5 + 10
-    return length if limit is None else min(length, limit)
+    length = width + width // 5 + 10  # integer arithmetic: XLA folds it from the shape
+    if limit is None:
+        return length
+    return min(length, limit) if known else ops.minimum(length, limit)
 
 
 def translate_strings(inputs, tokenizer, search, max_input_length=None):
