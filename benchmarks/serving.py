@@ -31,10 +31,11 @@ import tensorflow_text  # noqa: E402, F401  (registers the SentencePiece ops)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402  (benchmarks/common.py)
+from tagger_throughput import python_tags, serving_tags  # noqa: E402  (tag_sentences, batch 64)
 
 from zoo.artifacts import latest_serving_path  # noqa: E402
 from zoo.data import load_multi30k, load_ud_english_ewt  # noqa: E402
-from zoo.decoding import tag_sentences, translate  # noqa: E402
+from zoo.decoding import translate  # noqa: E402
 from zoo.tasks import load  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -48,7 +49,7 @@ def texts_of(outputs):
     return [text.decode("utf-8") for text in outputs["translations"].numpy()]
 
 
-def translator_cases(folder):
+def translator_cases():
     """name -> (in-process function, {signature name: function}) of the translators; each
     function maps a list of sentences to a list of outputs."""
     cases = {}
@@ -86,16 +87,10 @@ def tagger_case():
     _, model, vocabulary = load(os.path.join(SAVED, "tagger-en-ewt"))
     served = tf.saved_model.load(latest_serving_path(os.path.join(SAVED, "tagger-en-ewt")))
     default = served.signatures["serving_default"]
-
-    def serve(batch):
-        outputs = default(sentences=tf.constant(batch))
-        tags, lengths = outputs["tags"].numpy(), outputs["lengths"].numpy()
-        return [[t.decode() for t in row[:n]] for row, n in zip(tags, lengths)]
-
-    def in_process(batch):
-        return tag_sentences(model, vocabulary, [text.split() for text in batch], batch_size=64)
-
-    return in_process, {"plain": serve}
+    return (
+        lambda batch: python_tags(model, vocabulary, batch),
+        {"plain": lambda batch: serving_tags(default, batch)},
+    )
 
 
 def measure(in_process, served, sentences, batch_size, rounds):
@@ -125,7 +120,7 @@ def main(argv=None):
     print(common.machine_description(), flush=True)
     english = [source for source, _ in load_multi30k("test2016")]
     treebank = [" ".join(s.words) for s in load_ud_english_ewt("test")]
-    cases = translator_cases(SAVED)
+    cases = translator_cases()
     cases["tagger"] = tagger_case()
     rows, misses = [], []
     for name, (in_process, served) in cases.items():

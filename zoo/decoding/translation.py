@@ -23,7 +23,7 @@ from zoo.special_ids import BOS_ID, EOS_ID, PAD_ID
 
 __all__ = [
     "bucketed", "nat_counts", "nat_length_candidates", "output_length", "translate",
-    "translate_strings", "translator_search",
+    "translate_strings", "translator_search", "xla_compiled",
 ]  # fmt: skip
 
 METHODS = ("beam", "greedy", "sample", "mask_predict")
@@ -406,7 +406,7 @@ def translate(
             model,
             method,
             max_length,
-            compile_stage=lambda f: tf.function(f, jit_compile=True, autograph=False),
+            compile_stage=xla_compiled,
             **ids_kwargs,
         )
         functions[settings] = _make_translate_function(
@@ -426,6 +426,14 @@ def translate(
             outputs[i] = text.decode("utf-8", errors="replace")
         progress.add(len(chunk))
     return outputs
+
+
+def xla_compiled(function):
+    """``function`` compiled by XLA, as the searches of :func:`translate` and of the ``_xla``
+    serving signatures run (a ``compile_stage`` of :func:`translator_search`)."""
+    import tensorflow as tf
+
+    return tf.function(function, jit_compile=True, autograph=False)
 
 
 def bucketed(search, source_limit=None):

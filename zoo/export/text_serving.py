@@ -10,7 +10,12 @@ import tensorflow as tf
 
 from zoo.artifacts import SENTENCEPIECE_FILE, SERVING_VERSION
 from zoo.data.sentencepiece_vocab import PAD_ID, SentencePieceTokenizer
-from zoo.decoding.translation import bucketed, translate_strings, translator_search
+from zoo.decoding.translation import (
+    bucketed,
+    translate_strings,
+    translator_search,
+    xla_compiled,
+)
 from zoo.export.folder import float32_model, save_serving, write_export
 from zoo.models.translator import translator_layers
 
@@ -129,10 +134,7 @@ class TextServing(tf.Module):
         if xla:
             # The stages that translate() compiles: the whole search of an autoregressive
             # translator, the two stages of Mask-Predict.
-            def jit(function):
-                return tf.function(function, jit_compile=True, autograph=False)
-
-            search = self._search(method, compile_stage=jit, **kwargs)
+            search = self._search(method, compile_stage=xla_compiled, **kwargs)
             search = bucketed(search, self.max_input_length)
         else:
             search = self._search(method, **kwargs)
