@@ -147,6 +147,28 @@ def run_sweep(rows, root, result_file, run_row, publish=None, only=None):
             publish(results)
 
 
+def sweep_main(description, rows, root, run_row, publish, default_epochs, argv=None):
+    """The command line of a quality sweep (``--epochs``, ``--only``, ``--list``): run
+    :func:`run_sweep` over ``rows`` in ``root`` with ``run_row(name, overrides, workdir,
+    epochs)``, and ``publish(results, epochs)`` after every row."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--epochs", type=int, default=default_epochs)
+    parser.add_argument("--only", nargs="+", choices=sorted(rows), help="these rows only")
+    parser.add_argument("--list", action="store_true", help="print the rows and stop")
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, overrides in rows.items():
+            print(f"{name}: {overrides}")
+        return
+    run_sweep(
+        rows, root, "sweep_result.json",
+        lambda name, overrides, workdir: run_row(name, overrides, workdir, args.epochs),
+        publish=lambda results: publish(results, args.epochs), only=args.only,
+    )  # fmt: skip
+
+
 def markdown_table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
@@ -158,10 +180,13 @@ def random_tokens(rng, batch, length, vocab):
 
 
 def train_clocked(task, config, workdir, clock_file="train_seconds.json", **train_kwargs):
-    """``zoo.training.train`` (XLA on, no per-epoch BLEU) that keeps the wall-clock seconds it
-    has spent, over every resumed run, in ``workdir/clock_file``; returns the total."""
+    """``zoo.training.train`` (XLA on; for the translators, no per-epoch BLEU) that keeps the
+    wall-clock seconds it has spent, over every resumed run, in ``workdir/clock_file``; returns
+    the total."""
     import json
 
+    from zoo.tasks import get_task
+    from zoo.tasks.translation import TranslationTask
     from zoo.training import train
 
     clock_path = os.path.join(workdir, clock_file)
@@ -171,8 +196,10 @@ def train_clocked(task, config, workdir, clock_file="train_seconds.json", **trai
             seconds = json.load(f)["seconds"]
     start = time.monotonic()
     try:
-        train(task, config, workdir, **{"jit_compile": True, "bleu_sample_size": 0,
-                                        "verbose": 2, **train_kwargs})
+        defaults = {"jit_compile": True, "verbose": 2}
+        if isinstance(get_task(task), TranslationTask):  # the translators' option (and NAT's)
+            defaults["bleu_sample_size"] = 0
+        train(task, config, workdir, **{**defaults, **train_kwargs})
     finally:  # a stopped run keeps the time it has spent
         os.makedirs(workdir, exist_ok=True)
         seconds += time.monotonic() - start

@@ -16,7 +16,6 @@ Usage::
     python benchmarks/translator_sweep.py [--epochs 30] [--only NAME ...] [--list]
 """
 
-import argparse
 import os
 import sys
 
@@ -88,20 +87,8 @@ def publish(results, epochs):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=30)
-    parser.add_argument("--only", nargs="+", choices=sorted(ROWS), help="these rows only")
-    parser.add_argument("--list", action="store_true", help="print the rows and stop")
-    args = parser.parse_args(argv)
-    if args.list:
-        for name, overrides in ROWS.items():
-            print(f"{name}: {overrides}")
-        return
-    common.run_sweep(
-        ROWS, SWEEP_DIR, "sweep_result.json",
-        lambda name, overrides, workdir: run_row(name, overrides, workdir, args.epochs),
-        publish=lambda results: publish(results, args.epochs), only=args.only,
-    )  # fmt: skip
+    common.sweep_main(__doc__.splitlines()[0], ROWS, SWEEP_DIR, run_row, publish,
+                      default_epochs=30, argv=argv)
 
 
 if __name__ == "__main__":

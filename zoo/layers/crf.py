@@ -13,7 +13,8 @@ its ``.keras`` file holds only registered objects, and the same potentials decod
 model through :class:`CRFDecode`. This is the log-potential parameterisation of Torch-Struct
 (Rush 2020). The padding mask travels with the potentials as the Keras implicit mask.
 
-Everything is ``keras.ops`` (the loops are ``ops.scan`` over T), so it runs on TensorFlow and JAX.
+Everything is ``keras.ops`` (the loops run over T), so it runs on TensorFlow and JAX, with or
+without XLA.
 The chain is scored in float32 whatever the compute dtype.
 """
 
@@ -60,6 +61,29 @@ def _scan_over_time(step, init, *sequences):
     return ops.scan(body, init, ops.arange(ops.shape(sequences[0])[1], dtype="int32"))
 
 
+def _fold_over_time(step, init, *sequences):
+    """The carry after ``step(carry, *x_t)`` at each t of the ``(B, T, ...)`` sequences, in order.
+
+    What the loss differentiates. On TensorFlow it is a ``while_loop`` bounded by T: the gradient
+    of a loop inside an XLA train step (``jit_compile``) needs that bound, which the loop of
+    Keras's TensorFlow ``scan`` does not give, so a CRF could not train under XLA. JAX cannot
+    differentiate a ``while_loop``, so there it is a ``scan``.
+    """
+    if keras.backend.backend() != "tensorflow":
+        carry, _ = _scan_over_time(lambda c, *x: (step(c, *x), None), init, *sequences)
+        return carry
+    length = ops.shape(sequences[0])[1]
+    time_major = [ops.moveaxis(x, 1, 0) for x in sequences]  # (T, B, ...)
+
+    def body(t, carry):
+        return t + 1, step(carry, *(ops.take(x, t, axis=0) for x in time_major))
+
+    start = ops.zeros((), "int32")
+    _, carry = ops.while_loop(lambda t, _: t < length, body, (start, init),
+                              maximum_iterations=length)  # fmt: skip
+    return carry
+
+
 def crf_log_partition(potentials, mask=None):
     """The log-partition ``log Z`` of each sequence: the forward algorithm in log space.
 
@@ -80,11 +104,10 @@ def crf_log_partition(potentials, mask=None):
     def step(alpha, p, m, f):  # (B, K), (B, K, K), (B,), (B,)
         reached = ops.logsumexp(ops.expand_dims(alpha, 2) + p, axis=1)  # (B, K)
         alpha_new = ops.where(ops.expand_dims(f, 1), p[:, 0], reached)
-        alpha = ops.where(ops.expand_dims(m, 1), alpha_new, alpha)
-        return alpha, alpha
+        return ops.where(ops.expand_dims(m, 1), alpha_new, alpha)
 
     init = ops.zeros_like(potentials[:, 0, 0])  # (B, K)
-    alpha, _ = _scan_over_time(step, init, potentials, mask, first)
+    alpha = _fold_over_time(step, init, potentials, mask, first)
     return ops.where(ops.any(mask, axis=1), ops.logsumexp(alpha, axis=-1), 0.0)  # (B,)
 
 
@@ -108,12 +131,11 @@ def crf_sequence_score(potentials, tags, mask=None):
         row = ops.one_hot(ops.where(f, 0, previous), num_tags)  # (B, K)
         value = ops.einsum("bi,bij,bj->b", row, p, ops.one_hot(y, num_tags))  # (B,)
         score = score + ops.where(m, value, 0.0)
-        previous = ops.where(m, y, previous)
-        return (score, previous), (score, previous)
+        return score, ops.where(m, y, previous)
 
     batch_zeros = ops.zeros_like(potentials[:, 0, 0, 0])  # (B,)
     init = (batch_zeros, ops.cast(batch_zeros, "int32"))
-    (score, _), _ = _scan_over_time(step, init, potentials, tags, mask, first)
+    score, _ = _fold_over_time(step, init, potentials, tags, mask, first)
     return score
 
 
