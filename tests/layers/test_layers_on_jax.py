@@ -206,6 +206,40 @@ def _position():
         assert jit_call(model, np.array([[1, 2, 0]])).shape == (1, 3, 11)
 
 
+def _chunked():
+    """Chunked attention under jax.jit equals full attention in values and gradients (its
+    gradient is written out with ops.custom_gradient, which JAX runs through its own path)."""
+    import jax
+
+    from zoo.layers.attention import chunked_attention, scaled_dot_product_attention
+    from zoo.layers.masking import AttentionMasks
+
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.normal(size=(2, length, 2, 8)).astype("float32") for length in (7, 9, 9))
+    padding = np.ones((2, 9), bool)
+    padding[1, -2:] = False
+    pattern = rng.random((2, 7, 9)) > 0.3
+    pattern[0, 2] = False  # a query with no key
+    masks = AttentionMasks(padding=padding, attention=pattern)
+
+    def loss(attend, q, k, v):
+        y = attend(q, k, v)
+        return ops.sum(y * ops.cos(y)), y
+
+    def full(q, k, v):
+        return scaled_dot_product_attention(q, k, v, mask=masks.combined(7, 9))
+
+    for chunk_size in (2, 4, 9):
+        def chunked(q, k, v, chunk_size=chunk_size):
+            return chunked_attention(q, k, v, masks, chunk_size=chunk_size)
+
+        got = jax.jit(jax.grad(lambda *x: loss(chunked, *x), argnums=(0, 1, 2), has_aux=True))
+        want = jax.grad(lambda *x: loss(full, *x), argnums=(0, 1, 2), has_aux=True)
+        (got_grads, got_y), (want_grads, want_y) = got(q, k, v), want(q, k, v)
+        for a, b in zip((got_y, *got_grads), (want_y, *want_grads)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-5, rtol=1e-5)
+
+
 def _crf():
     """The CRF trains, its implicit mask reaches the loss, and jitted decoding and the log
     partition equal brute force over every tag path."""
@@ -439,6 +473,7 @@ PARTS = {
     "aft": _aft,
     "pointer_generator": _pointer_generator,
     "position": _position,
+    "chunked": _chunked,
     "crf": _crf,
     "blocks": _blocks,
     "nat": _nat,

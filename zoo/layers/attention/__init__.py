@@ -1,12 +1,14 @@
 """Attention layers. Each variant lives in its own file and registers a short name.
 
-Full attention: ``mha`` (multi_head.py); with positions: ``relative``, ``rotary``, ``alibi``
+Full attention: ``mha`` (multi_head.py), and the same attention in O(T * C) memory: ``chunked``
+(chunked.py); with positions: ``relative``, ``rotary``, ``alibi``
 (in zoo/layers/position/). The efficient family, one file each: ``local``, ``strided``,
 ``global``, ``clustered``, ``sinkhorn``, ``linformer``, ``performer``, ``linear``,
 ``synthesizer``; attention-free: ``aft``. A new variant is a new file here, imported below.
 """
 
 from zoo.layers.attention.aft import AFTAttention
+from zoo.layers.attention.chunked import ChunkedAttention, chunked_attention
 from zoo.layers.attention.clustered import ClusteredAttention
 from zoo.layers.attention.global_attention import GlobalAttention
 from zoo.layers.attention.linear import LinearAttention
@@ -22,6 +24,7 @@ from zoo.layers.attention.synthesizer import SynthesizerAttention
 
 __all__ = [
     "AFTAttention",
+    "ChunkedAttention",
     "ClusteredAttention",
     "GlobalAttention",
     "LinearAttention",
@@ -34,6 +37,7 @@ __all__ = [
     "SynthesizerAttention",
     "attention_scores",
     "available_attention",
+    "chunked_attention",
     "get_attention",
     "register_attention",
     "scaled_dot_product_attention",
