@@ -240,6 +240,34 @@ def _chunked():
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-5, rtol=1e-5)
 
 
+def _fused():
+    """On JAX, scaled_dot_product_attention goes through keras.ops.dot_product_attention (a
+    GPU's fused kernels); it equals softmax(q k / sqrt(H)) v written out, masks included."""
+    import jax
+
+    from zoo.layers.attention import scaled_dot_product_attention
+    from zoo.layers.attention import scaled_dot_product as module
+
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.normal(size=(2, length, 2, 8)).astype("float32") for length in (5, 6, 6))
+    mask = rng.random((2, 5, 6)) > 0.4
+    mask[1, 3] = False  # a query with no key: spread evenly, as in every other path
+    assert module._fused_applies("scaled_dot", None, None, 0.0, False)
+    scores = np.einsum("btnh,bsnh->bnts", q, k) / np.sqrt(8)
+    scores = np.where(mask[:, None], scores, -1e9)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    want = np.einsum("bnts,bsnh->btnh", weights, v)
+    calls, fused = [], ops.dot_product_attention
+    ops.dot_product_attention = lambda *a, **kw: calls.append(1) or fused(*a, **kw)
+    try:
+        got = jax.jit(lambda *x: scaled_dot_product_attention(*x[:3], mask=x[3]))(q, k, v, mask)
+    finally:
+        ops.dot_product_attention = fused
+    assert calls, "keras.ops.dot_product_attention was not called"
+    np.testing.assert_allclose(np.asarray(got), want, atol=1e-5)
+
+
 def _crf():
     """The CRF trains, its implicit mask reaches the loss, and jitted decoding and the log
     partition equal brute force over every tag path."""
@@ -474,6 +502,7 @@ PARTS = {
     "pointer_generator": _pointer_generator,
     "position": _position,
     "chunked": _chunked,
+    "fused": _fused,
     "crf": _crf,
     "blocks": _blocks,
     "nat": _nat,

@@ -95,6 +95,13 @@ def scaled_dot_product_attention(
     single_head = len(q.shape) == 3
     if single_head:
         q, k, v = (ops.expand_dims(x, 2) for x in (q, k, v))
+    if _fused_applies(score, scale, bias, dropout and training, return_weights):
+        if mask is not None and len(mask.shape) == 3:
+            mask = ops.expand_dims(ops.cast(mask, "bool"), 1)  # (B, 1, T, S)
+        if scale is None:
+            scale = 1.0 / math.sqrt(q.shape[-1]) if score == "scaled_dot" else 1.0
+        out = ops.dot_product_attention(q, k, v, mask=mask, scale=scale)
+        return ops.squeeze(out, 2) if single_head else out
     scores = attention_scores(q, k, score, scale, additive_weight)  # (B, N, T, S)
     # The softmax runs in float32 so that bfloat16/float16 training stays stable.
     scores = ops.cast(scores, "float32")
@@ -113,3 +120,17 @@ def scaled_dot_product_attention(
     if single_head:
         out = ops.squeeze(out, 2)
     return (out, weights) if return_weights else out
+
+
+def _fused_applies(score, scale, bias, dropout, return_weights):
+    """Whether ``keras.ops.dot_product_attention`` computes this attention: on JAX (where it
+    reaches the fused kernels of a GPU; TensorFlow has none), for a dot-product score with a
+    number for its scale, no bias, no dropout and no weights asked for."""
+    return (
+        keras.backend.backend() == "jax"
+        and score in ("scaled_dot", "dot")
+        and (scale is None or isinstance(scale, (int, float)))
+        and bias is None
+        and not dropout
+        and not return_weights
+    )
