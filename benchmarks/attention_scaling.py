@@ -83,9 +83,7 @@ SEQUENCE_LENGTH = "N"
 # is one more row: the registered variant at other settings (the trade-off of one knob).
 SETTINGS = {
     "mha": {},
-    # Exact; 16 key chunks at N=4096. At N=4096 (planned MiB, ms against mha's ~800): C=64 70,
-    # 1.6-2x; 128 90, 1.5-1.7x; 256 130, 1.3-1.7x; 512 211, 1.5x; 1024 371, 2.2x.
-    "chunked": {"chunk_size": 256},
+    "chunked": {"chunk_size": 256},  # exact; 16 key chunks at N=4096
     "local": {"window": 128},  # 2w + 1 = 257 keys per query
     "strided": {"stride": 128, "pattern": "sparse"},  # the Sparse Transformer's merged head
     "global": {"window": 128, "num_global": 8},

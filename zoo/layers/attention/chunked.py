@@ -32,7 +32,8 @@ def chunked_attention(q, k, v, masks=None, chunk_size=256, score="scaled_dot", s
     Equal to :func:`~zoo.layers.attention.scaled_dot_product_attention` without dropout or
     bias, in values and gradients (to float rounding), fully masked query rows included. The
     gradient is written out (FlashAttention's backward pass): it recomputes each chunk's
-    weights from each query's saved maximum and sum of exponentials, so nothing of size T x S is kept.
+    weights from each query's saved maximum and sum of exponentials, so nothing of size
+    T x S is kept.
 
     Args:
         q: queries ``(B, T, N, H)``.
@@ -82,13 +83,16 @@ def chunked_attention(q, k, v, masks=None, chunk_size=256, score="scaled_dot", s
             attention = ops.pad(ops.cast(attention, "bool"), [[0, 0], [0, 0], [0, fill]])
     chunks = k.shape[1] // chunk_size if k.shape[1] is not None else ops.shape(k)[1] // chunk_size
     b, t, n = ops.shape(q)[0], ops.shape(q)[1], q.shape[2]
+    # Head-major (B, N, T, H) inside the loops, so that every product is a batched matmul with
+    # no transpose in the loop.
+    q, k, v = (ops.transpose(x, (0, 2, 1, 3)) for x in (q, k, v))
 
-    def chunk_of(x, start):  # (B, C, N, H): one chunk of keys or values
-        return ops.slice(x, [0, start, 0, 0], [b, chunk_size, n, x.shape[3]])
+    def chunk_of(x, start):  # (B, N, C, H): one chunk of keys or values
+        return ops.slice(x, [0, 0, start, 0], [b, n, chunk_size, x.shape[3]])
 
     def masked_scores(q, k_c, start):
         """The scores of every query against one chunk, ``(B, N, T, C)``, and the mask used."""
-        scores = ops.einsum("btnh,bsnh->bnts", q, k_c)
+        scores = ops.einsum("bnth,bnsh->bnts", q, k_c)
         mask = combine_masks(
             t,
             chunk_size,
@@ -110,44 +114,41 @@ def chunked_attention(q, k, v, masks=None, chunk_size=256, score="scaled_dot", s
     @ops.custom_gradient
     def attend(q, k, v):
         def forward(carry, start):
-            maximum, total, weighted = carry  # (B, N, T), (B, N, T), (B, T, N, Hv)
+            maximum, total, weighted = carry  # (B, N, T), (B, N, T), (B, N, T, Hv)
             scores, _ = masked_scores(q, chunk_of(k, start), start)
             new_maximum = ops.maximum(maximum, ops.max(scores, axis=-1))
             rescale = ops.exp(maximum - new_maximum)
             p = ops.exp(scores - ops.expand_dims(new_maximum, -1))  # (B, N, T, C)
             total = total * rescale + ops.sum(p, axis=-1)
-            weighted = weighted * _per_query(rescale) + ops.einsum(
-                "bnts,bsnh->btnh", p, chunk_of(v, start))
+            weighted = ops.expand_dims(rescale, -1) * weighted + ops.einsum(
+                "bnts,bnsh->bnth", p, chunk_of(v, start))
             return new_maximum, total, weighted
 
         init = (ops.full((b, n, t), _START_MAXIMUM, "float32"), ops.zeros((b, n, t), "float32"),
-                ops.zeros((b, t, n, v.shape[3]), "float32"))  # fmt: skip
+                ops.zeros((b, n, t, v.shape[3]), "float32"))  # fmt: skip
         maximum, total, weighted = _loop(forward, init, chunks, chunk_size)
-        out = weighted / _per_query(total)
+        out = weighted / ops.expand_dims(total, -1)  # (B, N, T, Hv)
 
         def backward(*args, upstream=None):
-            d_out = args[0] if upstream is None else upstream  # (B, T, N, Hv)
-            # D = rowsum(dP * P) = dO . O. Reading d_out also keeps XLA from merging the
-            # recomputed scores with the forward pass's (which would keep them all alive).
-            d_sum = ops.transpose(ops.sum(d_out * out, axis=-1), (0, 2, 1))  # (B, N, T)
-            q_again = q + 0.0 * ops.expand_dims(ops.transpose(d_sum, (0, 2, 1)), -1)
+            d_out = args[0] if upstream is None else upstream  # (B, N, T, Hv)
+            d_sum = ops.expand_dims(ops.sum(d_out * out, axis=-1), -1)  # rowsum(dP * P)
+            # The weights are recomputed as exp(scores - maximum) / total, not from the
+            # log-sum-exp: next to a masked score (-1e9) the log of the sum is lost to rounding.
+            row_maximum, row_scale = ops.expand_dims(maximum, -1), ops.expand_dims(1 / total, -1)
 
             def step(carry, start):
                 d_q, d_k, d_v = carry
                 k_c, v_c = chunk_of(k, start), chunk_of(v, start)
-                scores, mask = masked_scores(q_again, k_c, start)
-                # The weights, recomputed. Not exp(scores - log-sum-exp): next to a masked
-                # score (-1e9) the log of the sum is lost to rounding.
-                p = ops.exp(scores - ops.expand_dims(maximum, -1)) / ops.expand_dims(total, -1)
-                d_p = ops.einsum("btnh,bsnh->bnts", d_out, v_c)
-                d_scores = p * (d_p - ops.expand_dims(d_sum, -1))
+                scores, mask = masked_scores(q, k_c, start)
+                p = ops.exp(scores - row_maximum) * row_scale  # (B, N, T, C)
+                d_scores = p * (ops.einsum("bnth,bnsh->bnts", d_out, v_c) - d_sum)
                 if mask is not None:  # a masked score is a constant
                     d_scores = ops.where(mask, d_scores, 0.0)
-                d_q = d_q + ops.einsum("bnts,bsnh->btnh", d_scores, k_c)
-                d_k_c = ops.einsum("bnts,btnh->bsnh", d_scores, q)
-                d_v_c = ops.einsum("bnts,btnh->bsnh", p, d_out)
-                d_k = ops.slice_update(d_k, [0, start, 0, 0], d_k_c)
-                d_v = ops.slice_update(d_v, [0, start, 0, 0], d_v_c)
+                d_q = d_q + ops.einsum("bnts,bnsh->bnth", d_scores, k_c)
+                d_k_c = ops.einsum("bnts,bnth->bnsh", d_scores, q)
+                d_v_c = ops.einsum("bnts,bnth->bnsh", p, d_out)
+                d_k = ops.slice_update(d_k, [0, 0, start, 0], d_k_c)
+                d_v = ops.slice_update(d_v, [0, 0, start, 0], d_v_c)
                 return d_q, d_k, d_v
 
             init = (ops.zeros_like(q), ops.zeros_like(k), ops.zeros_like(v))
@@ -155,12 +156,7 @@ def chunked_attention(q, k, v, masks=None, chunk_size=256, score="scaled_dot", s
 
         return out, backward
 
-    return ops.cast(attend(q, k, v), dtype)
-
-
-def _per_query(x):
-    """(B, N, T) -> (B, T, N, 1), to scale the (B, T, N, H) values of each query."""
-    return ops.expand_dims(ops.transpose(x, (0, 2, 1)), -1)
+    return ops.cast(ops.transpose(attend(q, k, v), (0, 2, 1, 3)), dtype)
 
 
 def _loop(step, carry, chunks, chunk_size):
