@@ -2,8 +2,8 @@
 
 Each row is the `small` translator with a few fields changed, trained for the same number of
 epochs and scored on Multi30k **val only** (test2016 is never read: the settings are chosen on
-val). A GPU machine here has JAX but no TensorFlow, tf-text, SentencePiece or sacreBLEU, so the
-run has three steps:
+val). A GPU machine here has JAX but no TensorFlow or tf-text, which zoo's tokenizer and data
+loading need, so the run has three steps:
 
     python benchmarks/translator_sweep_gpu.py prepare DIR     # vocabularies, tokenized train/val
     KERAS_BACKEND=jax python benchmarks/translator_sweep_gpu.py run DIR OUT   # on the GPU
@@ -68,7 +68,8 @@ DECODE_BATCH = 128
 BUCKET = 8  # decoded sources are padded to a multiple of this, as translate() pads them
 SEARCHES = {"beam5": {"method": "beam", "beam_size": 5}, "greedy": {"method": "greedy"}}
 WEIGHTS = ("last", "avg")
-# What a GPU machine lacks; `run` refuses to import them, so that a run here proves it needs none.
+# What a GPU machine lacks (TensorFlow, tf-text), and what `run` has no use for; `run` refuses to
+# import them, so that a run here proves it needs none.
 ABSENT = ("tensorflow", "tensorflow_text", "sentencepiece", "sacrebleu", "pandas", "h5py")
 VOCABULARY = "vocab-{}"  # DIR's folder of one vocabulary size: sentencepiece.model, ids.npz
 REFERENCES = "val.references.json"
