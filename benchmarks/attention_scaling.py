@@ -640,8 +640,9 @@ def resolve_run(args, script):
     if missing and not args.variants:
         print(f"registered but without settings here (not run unless named): {missing}")
     record = args.record or not (args.quick or args.no_record)
-    png = args.png or (os.path.join(tempfile.mkdtemp(), f"{script}.png") if args.quick
-                       else os.path.join(HERE, f"{script}.png"))
+    # The committed picture shows every variant: a quick run or a chosen few draw elsewhere.
+    png = args.png or (os.path.join(tempfile.mkdtemp(), f"{script}.png")
+                       if args.quick or args.variants else os.path.join(HERE, f"{script}.png"))
     return variants, record, png, not args.no_xla
 
 
@@ -704,15 +705,22 @@ def main(argv=None):
             "absolute times on this shared machine are noisy (other jobs share the 2 cores); "
             "the ratios are the figure; those at N=4096 are the medians of the per-round ratios "
             "(full attention's and the variant's figures of the same round)",
-            "picture: benchmarks/attention_scaling.png",
+            "picture: " + ("not drawn (a chosen few variants)" if args.variants
+                           else "benchmarks/attention_scaling.png"),
             code_state(),
         ] + [f"failure: {f}" for f in failures]
+        # A run of a chosen few variants gets a section of its own, so that it never replaces
+        # the table of them all.
+        prefix = f"Attention scaling, {' and '.join(variants)}:" if args.variants else TITLE_PREFIX
+        command = "python benchmarks/attention_scaling.py" + (" --no-xla" if not xla else "")
+        if args.variants:
+            command += (f" --variants {' '.join(variants)} --lengths {' '.join(map(str, lengths))}"
+                        f" --rounds {args.rounds} --repeats {args.repeats}")
         replace_results_section(
-            TITLE_PREFIX,
-            f"{TITLE_PREFIX} forward+backward time and peak memory, N = {lengths[0]}..{lengths[-1]} "
+            prefix,
+            f"{prefix} forward+backward time and peak memory, N = {lengths[0]}..{lengths[-1]} "
             f"(batch {BATCH}, d{D_MODEL}, {HEADS} heads)",
-            "python benchmarks/attention_scaling.py" + (" --no-xla" if not xla else ""),
-            lines, notes)
+            command, lines, notes)
     return results, stops
 
 
