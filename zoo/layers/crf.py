@@ -21,6 +21,7 @@ The chain is scored in float32 whatever the compute dtype.
 import keras
 from keras import ops
 
+from zoo.layers.loops import bounded_loop
 from zoo.layers.masking import implicit_mask
 
 __all__ = [
@@ -64,24 +65,19 @@ def _scan_over_time(step, init, *sequences):
 def _fold_over_time(step, init, *sequences):
     """The carry after ``step(carry, *x_t)`` at each t of the ``(B, T, ...)`` sequences, in order.
 
-    What the loss differentiates. On TensorFlow it is a ``while_loop`` bounded by T: the gradient
-    of a loop inside an XLA train step (``jit_compile``) needs that bound, which the loop of
-    Keras's TensorFlow ``scan`` does not give, so a CRF could not train under XLA. JAX cannot
-    differentiate a ``while_loop``, so there it is a ``scan``.
+    What the loss differentiates. On TensorFlow it is a loop bounded by T
+    (:func:`~zoo.layers.loops.bounded_loop`), without which a CRF could not train under XLA;
+    JAX cannot differentiate a ``while_loop``, so there it is a ``scan``.
     """
     if keras.backend.backend() != "tensorflow":
         carry, _ = _scan_over_time(lambda c, *x: (step(c, *x), None), init, *sequences)
         return carry
-    length = ops.shape(sequences[0])[1]
     time_major = [ops.moveaxis(x, 1, 0) for x in sequences]  # (T, B, ...)
-
-    def body(t, carry):
-        return t + 1, step(carry, *(ops.take(x, t, axis=0) for x in time_major))
-
-    start = ops.zeros((), "int32")
-    _, carry = ops.while_loop(lambda t, _: t < length, body, (start, init),
-                              maximum_iterations=length)  # fmt: skip
-    return carry
+    return bounded_loop(
+        ops.shape(sequences[0])[1],
+        lambda t, carry: step(carry, *(ops.take(x, t, axis=0) for x in time_major)),
+        init,
+    )
 
 
 def crf_log_partition(potentials, mask=None):

@@ -17,6 +17,7 @@ from keras import ops
 
 from zoo.layers.attention.multi_head import MultiHeadAttention
 from zoo.layers.attention.registry import register_attention
+from zoo.layers.loops import bounded_loop
 from zoo.layers.masking import AttentionMasks, combine_masks, mask_value
 
 # A key added to fill the last chunk scores below any masked key (mask_value), so that it
@@ -162,19 +163,12 @@ def chunked_attention(q, k, v, masks=None, chunk_size=256, score="scaled_dot", s
 def _loop(step, carry, chunks, chunk_size):
     """``carry = step(carry, start)`` for each chunk's first key, ``start = i * chunk_size``.
 
-    Always a ``while_loop``, even when the number of chunks is known: unrolled, the chunks are
-    independent programs that XLA is free to run side by side, and it kept them all in memory
-    at once (more than full attention: 918 against 806 MiB planned at N=4096). The gradient is
-    written out, so no loop is differentiated; the bound is there for XLA all the same.
+    Always a loop (:func:`~zoo.layers.loops.bounded_loop`), even when the number of chunks is
+    known: unrolled, the chunks are independent programs that XLA is free to run side by side,
+    and it kept them all in memory at once (more than full attention: 918 against 806 MiB
+    planned at N=4096). The gradient is written out, so no loop is differentiated.
     """
-
-    def body(i, carry):
-        return i + 1, step(carry, i * chunk_size)
-
-    chunks = ops.convert_to_tensor(chunks, "int32")
-    _, carry = ops.while_loop(lambda i, _: i < chunks, body, (ops.zeros((), "int32"), carry),
-                              maximum_iterations=chunks)  # fmt: skip
-    return carry
+    return bounded_loop(chunks, lambda i, carry: step(carry, i * chunk_size), carry)
 
 
 @keras.saving.register_keras_serializable(package="zoo")

@@ -1,0 +1,34 @@
+"""A loop of a count known only when the graph runs, that XLA can compile and differentiate."""
+
+from keras import ops
+
+
+def bounded_loop(count, body, carry):
+    """``carry = body(i, carry)`` for ``i = 0 .. count - 1``, as one ``while_loop``.
+
+    The loop carries ``count`` as its bound (``maximum_iterations``): TensorFlow's gradient of a
+    loop inside an XLA program needs it, and Keras's own ``scan`` and ``fori_loop`` do not give
+    it, so a loop over a length that ``fit`` traces as unknown failed to compile under
+    ``jit_compile``. JAX cannot differentiate a ``while_loop``: differentiate this loop on
+    TensorFlow only, or write its gradient out.
+
+    Args:
+        count: int or scalar int tensor, the number of iterations.
+        body: ``body(i, carry) -> carry``, ``i`` a scalar int32 tensor.
+        carry: the initial carry (a tensor or a tuple of tensors).
+
+    Returns:
+        The last carry.
+
+    Example:
+        >>> int(bounded_loop(4, lambda i, total: total + i, ops.zeros((), "int32")))
+        6
+    """
+    count = ops.convert_to_tensor(count, "int32")
+
+    def step(i, carry):
+        return i + 1, body(i, carry)
+
+    _, carry = ops.while_loop(lambda i, _: i < count, step, (ops.zeros((), "int32"), carry),
+                              maximum_iterations=count)  # fmt: skip
+    return carry
