@@ -10,13 +10,12 @@ instead of O(T * S). This is Rabe & Staats (2021) with the key loop of FlashAtte
 al. 2022), in ``keras.ops``: no fused kernel, so it saves memory, not time.
 """
 
-import math
-
 import keras
 from keras import ops
 
 from zoo.layers.attention.multi_head import MultiHeadAttention
 from zoo.layers.attention.registry import register_attention
+from zoo.layers.attention.scaled_dot_product import default_scale, unit_length
 from zoo.layers.loops import bounded_loop
 from zoo.layers.masking import AttentionMasks, combine_masks, mask_value
 
@@ -63,10 +62,9 @@ def chunked_attention(q, k, v, masks=None, chunk_size=256, score="scaled_dot", s
     dtype = v.dtype
     q, k, v = (ops.cast(x, "float32") for x in (q, k, v))
     if score == "cosine":
-        q = q * ops.rsqrt(ops.sum(ops.square(q), axis=-1, keepdims=True) + 1e-6)
-        k = k * ops.rsqrt(ops.sum(ops.square(k), axis=-1, keepdims=True) + 1e-6)
+        q, k = unit_length(q), unit_length(k)
     if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1]) if score == "scaled_dot" else 1.0
+        scale = default_scale(score, q.shape[-1])
     if not isinstance(scale, (int, float)):  # a tensor: the cosine temperature, (N, 1, 1)
         scale = ops.reshape(ops.cast(scale, "float32"), (1, 1, -1, 1))
     q = q * scale  # the scores are then plain dot products: q . k

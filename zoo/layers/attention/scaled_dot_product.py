@@ -10,6 +10,16 @@ from zoo.layers.masking import mask_value
 SCORE_FUNCTIONS = ("scaled_dot", "dot", "cosine", "additive")
 
 
+def default_scale(score, head_dim):
+    """The factor on the scores when none is given: ``1/sqrt(H)`` for ``scaled_dot``, else 1."""
+    return 1.0 / math.sqrt(head_dim) if score == "scaled_dot" else 1.0
+
+
+def unit_length(x):
+    """``x`` scaled to unit length along its last axis, as the cosine score reads it."""
+    return x * ops.rsqrt(ops.sum(ops.square(x), axis=-1, keepdims=True) + 1e-6)
+
+
 def attention_scores(q, k, score="scaled_dot", scale=None, additive_weight=None):
     """Unnormalised attention scores between every query and every key.
 
@@ -29,10 +39,9 @@ def attention_scores(q, k, score="scaled_dot", scale=None, additive_weight=None)
     if score not in SCORE_FUNCTIONS:
         raise ValueError(f"Unknown score function {score!r}; expected one of {SCORE_FUNCTIONS}.")
     if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1]) if score == "scaled_dot" else 1.0
+        scale = default_scale(score, q.shape[-1])
     if score == "cosine":
-        q = q * ops.rsqrt(ops.sum(ops.square(q), axis=-1, keepdims=True) + 1e-6)
-        k = k * ops.rsqrt(ops.sum(ops.square(k), axis=-1, keepdims=True) + 1e-6)
+        q, k = unit_length(q), unit_length(k)
     if score == "additive":
         if additive_weight is None:
             raise ValueError("score='additive' needs `additive_weight`, the (N, H) vector w.")
@@ -99,7 +108,7 @@ def scaled_dot_product_attention(
         if mask is not None and len(mask.shape) == 3:
             mask = ops.expand_dims(ops.cast(mask, "bool"), 1)  # (B, 1, T, S)
         if scale is None:
-            scale = 1.0 / math.sqrt(q.shape[-1]) if score == "scaled_dot" else 1.0
+            scale = default_scale(score, q.shape[-1])
         out = ops.dot_product_attention(q, k, v, mask=mask, scale=scale)
         return ops.squeeze(out, 2) if single_head else out
     scores = attention_scores(q, k, score, scale, additive_weight)  # (B, N, T, S)
