@@ -26,32 +26,44 @@ CONFIG = get_config("tiny", vocab_size=400, epochs=2, batch_tokens=512, max_leng
 BACKUP_EVERY = 3
 
 
-class KillAtStep(keras.callbacks.Callback):
-    """SIGKILL this process once ``step`` training steps have ended: ``kill -9``, no cleanup."""
+KILLED_AT_FILE = "killed_at_step"
 
-    def __init__(self, step):
+
+class KillAtBatch(keras.callbacks.Callback):
+    """SIGKILL this process once ``batches`` training batches have ended: ``kill -9``, no
+    cleanup. Without ``batches`` it counts them.
+
+    Batches are counted, not the optimizer's steps: Keras adds one step at each epoch's end
+    (the call that finds the data used up), so step counts skip at epoch boundaries. The
+    optimizer's step at the kill is written to ``KILLED_AT_FILE`` first, to compare with
+    the backup's."""
+
+    def __init__(self, workdir, batches=None):
         super().__init__()
-        self.step, self.seen = step, 0
+        self.workdir, self.batches, self.seen = workdir, batches, 0
 
     def on_train_batch_end(self, batch, logs=None):
         self.seen += 1
-        if self.seen == self.step:
+        if self.seen == self.batches:
+            with open(os.path.join(self.workdir, KILLED_AT_FILE), "w") as f:
+                f.write(str(int(self.model.optimizer.iterations)))
             os.kill(os.getpid(), signal.SIGKILL)
 
 
 def run(workdir, kill_at=None):
-    """The same command every time (and, with ``kill_at``, the kill)."""
+    """The same command every time (and, with ``kill_at``, the kill); the model and the
+    number of batches trained on."""
     keras.utils.set_random_seed(0)
+    counter = KillAtBatch(workdir, kill_at)
     model, _, _ = train("translator", CONFIG, workdir, train_data=PAIRS, validation_data=VAL,
                         bleu_sample_size=0, verbose=0, backup_every=BACKUP_EVERY,
-                        callbacks=[KillAtStep(kill_at)] if kill_at else [])  # fmt: skip
-    return model
+                        callbacks=[counter])  # fmt: skip
+    return model, counter.seen
 
 
 def test_a_run_killed_at_a_random_step_resumes_to_the_weights_of_one_never_killed(tmp_path):
-    never = run(str(tmp_path / "never"))
-    total = int(never.optimizer.iterations)
-    kill_at = random.Random().randint(BACKUP_EVERY, total - 1)  # after the first backup
+    never, batches = run(str(tmp_path / "never"))
+    kill_at = random.Random().randint(BACKUP_EVERY, batches - 1)  # after the first backup
     killed = tmp_path / "killed"
     killed.mkdir()  # the same vocabulary (learning it twice is another test's business)
     shutil.copy(tmp_path / "never" / SENTENCEPIECE_FILE, killed)
@@ -61,9 +73,11 @@ def test_a_run_killed_at_a_random_step_resumes_to_the_weights_of_one_never_kille
     assert result.returncode == -signal.SIGKILL, (kill_at, result.stderr[-3000:])
     with open(killed / BACKUP_DIR / "training_metadata.json") as f:
         backup = json.load(f)
-    assert 0 <= kill_at - backup["step"] < BACKUP_EVERY or backup["batches"] == 0, (kill_at, backup)
+    with open(killed / KILLED_AT_FILE) as f:
+        killed_at_step = int(f.read())
+    assert 0 <= killed_at_step - backup["step"] < BACKUP_EVERY, (kill_at, killed_at_step, backup)
 
-    resumed = run(str(killed))
-    assert int(resumed.optimizer.iterations) == total, kill_at
+    resumed, _ = run(str(killed))
+    assert int(resumed.optimizer.iterations) == int(never.optimizer.iterations), kill_at
     for expected, got in zip(never.get_weights(), resumed.get_weights()):
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5, err_msg=f"killed at {kill_at}")
