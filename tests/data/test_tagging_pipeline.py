@@ -32,6 +32,7 @@ def test_one_epoch_holds_every_sentence_once_within_the_budget():
 
 def test_characters_match_the_vocabulary_and_padding_is_zero():
     ds = make_tagging_dataset(SENTENCES[:20], VOCABULARY, shuffle=False)
+    assert ds.options().autotune.enabled is False  # as the translation pipeline's (prefetched)
     by_words = {}
     encoded = VOCABULARY.encode(SENTENCES[:20])
     for w, c in zip(encoded["words"], encoded["chars"]):
