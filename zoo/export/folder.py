@@ -10,6 +10,7 @@ import os
 
 import keras
 import tensorflow as tf
+from tensorflow.python.saved_model import save_context  # private: see save_serving
 
 from zoo.artifacts import (
     MODEL_FILE,
@@ -55,17 +56,22 @@ def save_serving(module, path, signatures, progress=None):
     """Trace each of ``signatures`` (name -> ``tf.function`` of ``module``), then save.
 
     Tracing is the slow part of an export; doing it signature by signature lets ``progress``
-    (a :class:`zoo.progress.Progress`) move. The SavedModel is written beside ``path`` and
-    renamed into place, so a server watching the folder never loads a half-written one.
-    Returns ``path`` as a ``str``.
+    (a :class:`zoo.progress.Progress`) move. Each function is traced once: under the save
+    context that ``tf.saved_model.save`` enters, which is part of ``tf.function``'s cache key,
+    so a trace made outside it would be made again inside (twice the time; TensorFlow has no
+    public way to enter that context). The SavedModel is written beside ``path`` and renamed
+    into place, so a server watching the folder never loads a half-written one. Returns
+    ``path`` as a ``str``.
     """
-    for function in signatures.values():
-        function.get_concrete_function()
-        if progress is not None:
-            progress.add(1)
+    options = tf.saved_model.SaveOptions()
+    with save_context.save_context(options):
+        for function in signatures.values():
+            function.get_concrete_function()
+            if progress is not None:
+                progress.add(1)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with written_atomically(path) as temporary:
-        tf.saved_model.save(module, temporary, signatures=signatures)
+        tf.saved_model.save(module, temporary, signatures=signatures, options=options)
     if progress is not None:
         progress.add(1)
     return os.fspath(path)
