@@ -11,6 +11,7 @@ import pytest
 from zoo.data import SentencePieceTokenizer, load_multi30k, train_sentencepiece
 from zoo.export import export_translator
 from zoo.models import build_translator, translator_config
+from zoo.tasks import get_task
 
 VOCAB_SIZE = 400  # 256 byte pieces + 4 special ids + ~70 characters + a few words
 MAX_LENGTH = 16  # source and target positions: short loops, and truncation is easy to reach
@@ -22,7 +23,10 @@ def model():
     config = translator_config(
         "tiny", vocab_size=VOCAB_SIZE, max_length=MAX_LENGTH, share_embeddings=False
     )
-    return build_translator(config)
+    # Compiled, its optimizer built, as after training: the export leaves that state out.
+    model = get_task("translator").compile_model(build_translator(config), config)
+    model.optimizer.build(model.trainable_variables)
+    return model
 
 
 @pytest.fixture(scope="package")
