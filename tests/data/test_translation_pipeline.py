@@ -6,7 +6,16 @@ import pytest
 import sentencepiece as spm
 import tensorflow as tf
 
-from zoo.data import BOS_ID, EOS_ID, PAD_ID, bucket_spec, load_multi30k, make_translation_dataset
+from zoo.data import (
+    BOS_ID,
+    EOS_ID,
+    PAD_ID,
+    DataPosition,
+    bucket_spec,
+    load_multi30k,
+    make_translation_dataset,
+    skip_done,
+)
 
 N_PAIRS = 600
 
@@ -252,3 +261,18 @@ def test_autotuning_is_off(pairs, tokenizer):
     """Its thread made freeing each iterator wait, up to 49 s here (``prefetched``)."""
     ds = make_translation_dataset(pairs, tokenizer, batch_tokens=512, max_length=64)
     assert ds.options().autotune.enabled is False
+
+
+def test_skipping_done_batches_keeps_the_options_and_skips(pairs, tokenizer):
+    """train() feeds fit ``skip_done(pipeline)``: it must keep autotuning off (its new outer
+    dataset once had the defaults, and every freed epoch iterator waited seconds), and skip
+    the batches that ``DataPosition`` says were done, read as each pass begins."""
+    ds = make_translation_dataset(pairs, tokenizer, batch_tokens=512, max_length=64,
+                                  shuffle=False)
+    position = DataPosition()
+    skipping = skip_done(ds, position)
+    assert skipping.options().autotune.enabled is False
+    everything = [labels.numpy().tolist() for _, labels in ds]
+    assert [labels.numpy().tolist() for _, labels in skipping] == everything
+    position.set(0, skip=2)
+    assert [labels.numpy().tolist() for _, labels in skipping] == everything[2:]

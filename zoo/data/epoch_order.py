@@ -63,5 +63,7 @@ def epoch_shuffled(tensors, seed, epoch=None):
 def skip_done(ds, position):
     """``ds`` (the batches of an epoch) without its first ``position.skip`` batches, those a
     resumed run has trained on already. They are still made (the data work), never trained
-    on."""
-    return _per_pass(position.skip, ds.skip)
+    on. It keeps ``ds``'s options: the pass's new outer dataset would otherwise have the
+    defaults, tf.data's autotuning among them, whose thread makes freeing each epoch's
+    iterator wait (seconds each time; see ``translation_pipeline.prefetched``)."""
+    return _per_pass(position.skip, ds.skip).with_options(ds.options())
