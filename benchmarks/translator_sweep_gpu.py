@@ -22,7 +22,8 @@ A GPU run waits mostly on compiling: each bucket is one compiled shape for the t
 one for val, and the preset's bucket width of 8 makes 16 of each per row. On an H100 with 16
 cores, nine rows at width 8 had not finished their first epoch after 510 s; at
 ``--bucket-width 32`` (4 shapes), three rows compiled in about 90 s and then trained at 2 s an
-epoch. Wider buckets pad more, so an epoch has more, smaller batches (232 steps instead of
+epoch, and seven rows at once compiled in 180-205 s and then trained at 6 s an epoch each (so
+``--train-seconds``, which counts the first epoch's compiling, must leave room for it). Wider buckets pad more, so an epoch has more, smaller batches (232 steps instead of
 147): every row is trained the same way, but not exactly as ``zoo train`` batches on a CPU.
 Under JAX the train step's accuracy counts padding (the loss's mask does not reach the metric);
 val accuracy does not.
@@ -43,7 +44,7 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TITLE = "Translator sweep on a GPU (JAX): val BLEU of training settings (small shape, equal epochs)"
+TITLE = "Translator sweep on a GPU (JAX): val BLEU of training settings (small shape)"
 
 _DROPOUT_03 = {"dropout": 0.3, "attention_dropout": 0.1, "activation_dropout": 0.1}
 _LR_2E3 = {**_DROPOUT_03, "learning_rate": 2e-3, "warmup_steps": 2000}
@@ -213,7 +214,8 @@ def run(args):
     wall = time.monotonic() - began
     with open(os.path.join(args.out, "run.json"), "w") as f:
         json.dump({"rows": rows, "parallel": args.parallel, "epochs": args.epochs,
-                   "wall_seconds": round(wall, 1), "exit_codes": codes}, f, indent=1)
+                   "train_seconds": args.train_seconds, "wall_seconds": round(wall, 1),
+                   "exit_codes": codes}, f, indent=1)
     _print_timings(args.out, rows, wall)
     if any(codes.values()):
         sys.exit(f"rows failed: {[name for name, code in codes.items() if code]}")
@@ -470,10 +472,11 @@ def report(args):
     with open(os.path.join(args.dir, REFERENCES), encoding="utf-8") as f:
         references = json.load(f)
     run_path = os.path.join(args.out, "run.json")
-    parallel = None
+    run_settings = {}
     if os.path.exists(run_path):
         with open(run_path) as f:
-            parallel = json.load(f)["parallel"]
+            run_settings = json.load(f)
+    parallel = run_settings.get("parallel")
     histories = []
     for name in ROWS:
         path = os.path.join(args.out, _slug(name), HISTORY)
@@ -487,6 +490,10 @@ def report(args):
         histories.append(history)
     if not histories:
         sys.exit(f"{args.out}: no finished rows")
+    # Rows stopped by --train-seconds finish different numbers of epochs; the val loss at the
+    # fewest epochs any row finished compares them at equal training (within one vocabulary and
+    # label smoothing: the loss is per piece and smoothed).
+    common = min(len(history["epochs"]) for history in histories)
     rows, devices, limits = [], set(), set()
     for history in histories:
         devices.add(history["device"])
@@ -510,12 +517,14 @@ def report(args):
             done if done == history["epochs_asked"] else f"{done} of {history['epochs_asked']}",
             round(history["train_seconds"] / 60, 1),
             f"{best['val_loss']:.3f} ({best['epoch']})",
+            f"{epochs[common - 1]['val_loss']:.3f}",
             f"{history['val_loss_avg']:.3f}",
             *(f"{scores[k]['bleu_lowercase']:.2f}"
               for k in ("last.beam5", "avg.beam5", "last.greedy", "avg.greedy")),
             f"{scores['avg.beam5']['bleu']:.2f}",
         ])
     header = ["settings (on `small`)", "epochs", "GPU train minutes", "best val loss (epoch)",
+              f"val loss at epoch {common}",
               f"val loss, last {AVERAGE_LAST} averaged", "BLEU beam 5, last epoch",
               f"BLEU beam 5, last {AVERAGE_LAST} averaged", "BLEU greedy, last epoch",
               "BLEU greedy, averaged", "beam 5 averaged, cased"]
@@ -531,6 +540,11 @@ def report(args):
         "sacreBLEU 13a lowercased on Multi30k val (the last column cased), alpha 0.6; the "
         "averaged weights are the mean of the last 5 epochs'; test2016 is not read",
     ]
+    if run_settings.get("train_seconds"):
+        notes.append(f"each row stopped after {run_settings['epochs']} epochs or the epoch that "
+                     f"passed {run_settings['train_seconds']:.0f} s of training, whichever came "
+                     "first, the first epoch's compiling included; bucket width "
+                     f"{sorted({h['config']['bucket_width'] for h in histories})}")
     if limits != {(29000, 1014)}:
         notes.append(f"subsets: (train pairs, val sentences) {sorted(limits)}")
     publish_table(TITLE, "python benchmarks/translator_sweep_gpu.py prepare|run|report "
@@ -548,7 +562,8 @@ def main():
     parser.add_argument("--epochs", type=int, default=60)
     parser.add_argument("--parallel", type=int, default=4, help="rows trained at once")
     parser.add_argument("--train-seconds", type=float,
-                        help="stop a row's training after the epoch that passes this")
+                        help="stop a row's training after the epoch that passes this (the "
+                             "first epoch's compiling counts: minutes with many rows at once)")
     parser.add_argument("--limit-train", type=int, help="the first K training pairs only")
     parser.add_argument("--limit-val", type=int, help="the first K val pairs only")
     parser.add_argument("--seed", type=int, default=0)
