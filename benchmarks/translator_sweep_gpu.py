@@ -23,8 +23,9 @@ one for val, and the preset's bucket width of 8 makes 16 of each per row. On an 
 cores, nine rows at width 8 had not finished their first epoch after 510 s; at
 ``--bucket-width 32`` (4 shapes), three rows compiled in about 90 s and then trained at 2 s an
 epoch, and seven rows at once compiled in 180-205 s and then trained at 6 s an epoch each (so
-``--train-seconds``, which counts the first epoch's compiling, must leave room for it). Wider buckets pad more, so an epoch has more, smaller batches (232 steps instead of
-147): every row is trained the same way, but not exactly as ``zoo train`` batches on a CPU.
+``--train-seconds``, which counts the first epoch's compiling, must leave room for it). Wider
+buckets pad more, so an epoch has more, smaller batches (232 steps instead of 147): every row
+is trained the same way, but not exactly as ``zoo train`` batches on a CPU.
 Under JAX the train step's accuracy counts padding (the loss's mask does not reach the metric);
 val accuracy does not.
 After training, val is decoded (beam 5 and greedy, ``translator_search`` under ``jax.jit``)
