@@ -90,7 +90,8 @@ def flag(*names, **options):
 # What each command takes for each task. A new task is a new row (tests/test_cli.py checks the
 # presets and splits against zoo.tasks). Train flags named like a config field override the
 # preset; the other flags are the task's options (of train(), evaluate(), predict()).
-EPOCHS = flag("--epochs", type=positive_int, help="training epochs (default: the preset's)")
+EPOCHS = flag("--epochs", type=positive_int,
+              help="training epochs (default: the preset's; on a resume, the run's)")
 BATCH_TOKENS = flag("--batch-tokens", type=positive_int, help="the token budget of a batch")
 ACCUMULATE = flag("--gradient-accumulation-steps", type=positive_int, metavar="N",
                   help="update with the mean gradient of N batches (a device too small for "

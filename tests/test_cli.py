@@ -70,6 +70,28 @@ def test_export_writes_the_version_tf_serving_reads(tmp_path, capsys):
     assert capsys.readouterr().out.strip() == f"exported to {out}"
 
 
+def test_a_resume_without_epochs_trains_to_the_epochs_its_run_was_started_with(tmp_path,
+                                                                              monkeypatch):
+    """Not to the preset's: a run started with --epochs 80 would stop at the preset's 40."""
+    import json
+
+    import zoo.training
+
+    configs = []
+    monkeypatch.setattr(zoo.training, "train", lambda task, config, *a, **k: configs.append(config))
+    argv = ["train", "translator", "--preset", "tiny", "--workdir", str(tmp_path)]
+    main(argv)  # a new workdir: the preset's epochs
+    (tmp_path / "config.json").write_text(json.dumps({"epochs": 80}))
+    main(argv)  # a resume without --epochs: the run's
+    main(argv + ["--epochs", "90"])  # a resume that asks for more
+    (tmp_path / "config.json").write_text("{not json")
+    main(argv)  # a corrupt config is left to train()'s config guard to name
+    from zoo.models.translator import get_config
+
+    preset = get_config("tiny").epochs
+    assert [config.epochs for config in configs] == [preset, 80, 90, preset]
+
+
 def test_a_workdir_without_a_model_exits_with_a_message(tmp_path):
     with pytest.raises(SystemExit, match="no trained model"):
         main(["tag", "--workdir", str(tmp_path), "a b"])

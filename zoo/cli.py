@@ -10,7 +10,13 @@ import os
 import subprocess
 import sys
 
-from zoo.artifacts import DISTILL_SOURCE_FILE, DISTILL_TARGET_FILE, EVAL_DIR, MODEL_FILE
+from zoo.artifacts import (
+    CONFIG_FILE,
+    DISTILL_SOURCE_FILE,
+    DISTILL_TARGET_FILE,
+    EVAL_DIR,
+    MODEL_FILE,
+)
 from zoo.data import one_line
 from zoo.tasks import get_task, load
 
@@ -24,6 +30,18 @@ def _options(args, dests):
     return {dest: getattr(args, dest) for dest in dests if hasattr(args, dest)}
 
 
+def _started_epochs(workdir):
+    """The epochs a workdir's run was started with (None: no readable config there yet)."""
+    import json
+
+    try:
+        with open(os.path.join(workdir, CONFIG_FILE)) as f:
+            epochs = json.load(f).get("epochs")
+    except (OSError, ValueError, AttributeError):
+        return None  # no run yet; a corrupt config is named by train()'s config guard
+    return epochs if isinstance(epochs, int) and epochs > 0 else None
+
+
 def cmd_train(args):
     from zoo.training import train
 
@@ -31,6 +49,10 @@ def cmd_train(args):
     options = _options(args, args.task_options)
     fields = {field.name for field in dataclasses.fields(task.config_class)}
     overrides = {name: value for name, value in options.items() if name in fields}
+    if "epochs" not in overrides and _started_epochs(args.workdir):
+        # Resumed without --epochs: train to the epochs the run was started with, not to the
+        # preset's (a run started with --epochs 80 would otherwise stop at the preset's 40).
+        overrides["epochs"] = _started_epochs(args.workdir)
     task_options = {name: value for name, value in options.items() if name not in fields}
     config = task.get_config(args.preset, **overrides)
     train(
