@@ -12,6 +12,7 @@ from tests.layers.test_local_attention import (
     assert_decoder_block_is_causal,
     assert_encoder_learns,
     assert_masks_never_leak,
+    assert_xla_matches_eager_at_unknown_lengths,
     full_attention_twin,
 )
 from zoo.layers.attention import ChunkedAttention, get_attention
@@ -103,24 +104,10 @@ def test_causal_self_attention_with_padded_queries_equals_full_attention(chunk_s
 
 
 def test_an_unknown_length_under_xla_gives_the_eager_values_and_gradients():
-    layer = ChunkedAttention(num_heads=2, key_dim=8, chunk_size=4)
-    layer(_x(B, T, D))
-
-    def values_and_gradients(x, padding):
-        with tf.GradientTape() as tape:
-            tape.watch(x)
-            y = layer(x, padding_mask=padding, use_causal_mask=True)
-            loss = tf.reduce_sum(y * tf.cos(y))
-        return [y] + tape.gradient(loss, [x] + layer.trainable_weights)
-
-    compiled = tf.function(values_and_gradients, jit_compile=True, input_signature=[
-        tf.TensorSpec((None, None, D)), tf.TensorSpec((None, None), tf.bool)])
-    for length in (5, 9):  # one chunk and a filled last chunk; three chunks and a filled one
-        x = tf.constant(_x(B, length, D))
-        padding = np.ones((B, length), bool)
-        padding[1, -2:] = False
-        for got, want in zip(compiled(x, padding), values_and_gradients(x, padding)):
-            np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
+    # One chunk and a filled last chunk; three chunks and a filled one.
+    assert_xla_matches_eager_at_unknown_lengths(
+        ChunkedAttention(num_heads=2, key_dim=8, chunk_size=4), (5, 9), use_causal_mask=True
+    )
 
 
 def test_cached_decoding_equals_the_full_causal_pass():

@@ -134,6 +134,29 @@ def test_centroids_follow_the_routed_means_in_training_only():
     np.testing.assert_allclose(layer.centroids.numpy(), want, atol=1e-5)
 
 
+def test_a_permutation_and_its_gradient_equal_take_along_axis():
+    """permute_positions writes its gradient as the inverse permutation (a gather): the same
+    values and gradients as take_along_axis, whose gradient scatters."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    x = tf.constant(rng.normal(size=(2, 3, 7, 4)).astype("float32"))
+    order = np.argsort(rng.random((2, 3, 7)), axis=-1).astype("int32")
+    weights = rng.normal(size=(2, 3, 7, 4)).astype("float32")
+    results = []
+    for permute in (
+        lambda x: clustered_module.permute_positions(x, order),
+        lambda x: keras.ops.take_along_axis(x, order[..., None], axis=2),
+    ):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = permute(x)
+            loss = tf.reduce_sum(tf.sin(y) * weights)
+        results.append((np.asarray(y), np.asarray(tape.gradient(loss, x))))
+    for got, want in zip(*results):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 def test_dropout_only_in_training():
     assert_dropout_only_in_training(ClusteredAttention(num_heads=2, key_dim=4, num_clusters=2, chunk_size=4, dropout=0.5))
 

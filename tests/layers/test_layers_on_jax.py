@@ -240,6 +240,56 @@ def _chunked():
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-5, rtol=1e-5)
 
 
+def _recomputed():
+    """The blocked variants' recomputing loop (its gradient written out with
+    ops.custom_gradient, which JAX runs through its own path) equals the dense blocks under
+    jax.jit: the local window part, and grouped attention with keys in two parts."""
+    import jax
+
+    from tests.layers import test_recomputed_attention as grouped
+    from zoo.layers.attention.recomputed import grouped_attention
+
+    def differentiate(loss, arguments):
+        given = [i for i, x in enumerate(arguments) if x is not None]
+
+        def of_given(*xs):
+            full = list(arguments)
+            for i, x in zip(given, xs):
+                full[i] = x
+            return loss(*full)
+
+        grad = jax.jit(jax.grad(of_given, argnums=tuple(range(len(given))), has_aux=True))
+        gradients, aux = grad(*(arguments[i] for i in given))
+        gradients = iter(gradients)
+        return aux, [None if x is None else next(gradients) for x in arguments]
+
+    recomputed, dense = local.window_parts(3, True, "cosine", 6)  # (TF runs every case)
+    q, k, v, scale, weights = local.window_inputs("cosine")
+    args = (q, k, v, scale, weights, differentiate)
+    local.assert_same_values_and_gradients(
+        local.window_part_gradients(recomputed, *args), local.window_part_gradients(dense, *args)
+    )
+    q, k, v, mask = grouped._inputs(5, 2)
+    mask = tuple(np.logical_or(m, np.eye(3, m.shape[-1], dtype=bool)) for m in mask)
+
+    def loss(attend, q, *kv):
+        out, lse = attend(q, kv[:2], kv[2:], mask)
+        return ops.sum(out * ops.cos(out)) + ops.sum(lse), (out, lse)
+
+    def loop(q, k, v, mask):
+        return grouped_attention(q, k, v, mask, step_queries=6)
+
+    for attend in (loop, grouped.dense_grouped_attention):
+        grad = jax.jit(jax.grad(lambda *x: loss(attend, *x), argnums=tuple(range(5)),
+                                has_aux=True))  # fmt: skip
+        if attend is loop:
+            got = grad(q, *k, *v)
+        else:
+            want = grad(q, *k, *v)
+    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-5, rtol=1e-5)
+
+
 def _fused():
     """On JAX, scaled_dot_product_attention goes through keras.ops.dot_product_attention (a
     GPU's fused kernels); it equals softmax(q k / sqrt(H)) v written out, masks included."""
@@ -502,6 +552,7 @@ PARTS = {
     "pointer_generator": _pointer_generator,
     "position": _position,
     "chunked": _chunked,
+    "recomputed": _recomputed,
     "fused": _fused,
     "crf": _crf,
     "blocks": _blocks,

@@ -209,6 +209,143 @@ def test_every_score_function_and_a_separate_value(score):
     )
 
 
+def window_part_gradients(part, q, k, v, scale, weights, differentiate):
+    """``out``, ``lse`` and the gradients of ``sum(out cos(out)) + sum(lse w)`` for q, k, v
+    and the scale (the lse term is what the global and strided variants' merges read), over
+    the queries that have a key in their window: the others' outputs are meaningless (the
+    dense blocks' lse of about -1e9 loses their log(K) to rounding, so they sum the values
+    where the loop averages them), and both are zeroed. ``differentiate(loss, arguments)``
+    is the backend's ``(aux, gradients)``."""
+
+    def loss(q, k, v, scale):
+        out, lse = part(q, k, v, scale)
+        seen = lse > -1e8  # (B, T, N); about -1e9 where no key is
+        out = keras.ops.where(seen[..., None], out, 0.0)
+        lse = keras.ops.where(seen, lse, 0.0)
+        return keras.ops.sum(out * keras.ops.cos(out)) + keras.ops.sum(lse * weights), (
+            out, lse)
+
+    return differentiate(loss, (q, k, v, scale))
+
+
+def window_parts(window, causal, score, step_queries):
+    """The recomputing loop and the dense blocks, as ``part(q, k, v, scale)``."""
+    from zoo.layers.attention.scaled_dot_product import attention_scores
+
+    block = max(window, 1)
+    valid = np.ones((2, 12), bool)
+    valid[1, :2] = valid[1, -3:] = False  # keys padded at both ends
+    valid[1, 5:8] = False  # and a window with no real key for some queries
+
+    def recomputed(q, k, v, scale):
+        return local_module.recomputed_window_part(
+            q, k, v, valid, window, block, causal, score=score, scale=scale,
+            step_queries=step_queries)  # fmt: skip
+
+    def dense(q, k, v, scale):
+        return local_module.local_window_part(
+            q, k, v, valid, window, block, causal,
+            score_fn=lambda q, k: attention_scores(q, k, score, scale))  # fmt: skip
+
+    return recomputed, dense
+
+
+def tf_differentiate(loss, arguments):
+    import tensorflow as tf
+
+    arguments = [None if x is None else tf.convert_to_tensor(x) for x in arguments]
+    given = [x for x in arguments if x is not None]
+    with tf.GradientTape() as tape:
+        tape.watch(given)
+        value, aux = loss(*arguments)
+    gradients = iter(tape.gradient(value, given))
+    return aux, [None if x is None else next(gradients) for x in arguments]
+
+
+def window_inputs(score):
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.normal(size=(2, 12, 2, 4)).astype("float32") for _ in range(3))
+    scale = np.array([[[2.0]], [[0.5]]], "float32") if score == "cosine" else np.float32(0.4)
+    return q, k, v, scale, rng.normal(size=(2, 12, 2)).astype("float32")
+
+
+def assert_same_values_and_gradients(got, want):
+    (got_out, got_lse), got_grads = got
+    (want_out, want_lse), want_grads = want
+    np.testing.assert_allclose(np.asarray(got_out), np.asarray(want_out), atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(got_lse), np.asarray(want_lse), atol=1e-4, rtol=1e-5)
+    for name, a, b in zip("qkv", got_grads, want_grads):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-5, rtol=1e-5,
+                                   err_msg=f"d {name}")  # fmt: skip
+    if got_grads[3] is not None or want_grads[3] is not None:  # the scale
+        np.testing.assert_allclose(np.asarray(got_grads[3]), np.asarray(want_grads[3]),
+                                   atol=1e-4, rtol=1e-5, err_msg="d scale")  # fmt: skip
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("score", ["scaled_dot", "cosine"])
+@pytest.mark.parametrize("step_queries", [6, 9, 100])  # 2 steps; a padded last step; 1 step
+def test_the_recomputed_window_equals_the_dense_blocks_in_values_and_gradients(
+    causal, score, step_queries
+):
+    """The O(T) training path (a loop whose backward pass recomputes the weights) against
+    the dense blocks, which keep them: outputs, log-normalisers and every gradient."""
+    recomputed, dense = window_parts(3, causal, score, step_queries)
+    q, k, v, scale, weights = window_inputs(score)
+    if score == "scaled_dot":
+        scale = None  # the default 1/sqrt(H)
+    args = (q, k, v, scale, weights, tf_differentiate)
+    assert_same_values_and_gradients(
+        window_part_gradients(recomputed, *args), window_part_gradients(dense, *args)
+    )
+
+
+def assert_xla_matches_eager_at_unknown_lengths(layer, lengths, **call_kwargs):
+    """Outputs and the gradients of ``sum(y cos(y))`` for the input and every weight, from one
+    XLA function traced with an unknown batch and length, equal eager ones; rows 1+ are
+    padded at the end."""
+    import tensorflow as tf
+
+    layer(_x(B, T, D))
+
+    def values_and_gradients(x, padding):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = layer(x, padding_mask=padding, **call_kwargs)
+            loss = tf.reduce_sum(y * tf.cos(y))
+        return [y] + tape.gradient(loss, [x] + layer.trainable_weights)
+
+    compiled = tf.function(values_and_gradients, jit_compile=True, input_signature=[
+        tf.TensorSpec((None, None, D)), tf.TensorSpec((None, None), tf.bool)])  # fmt: skip
+    for length in lengths:
+        x = tf.constant(_x(B, length, D))
+        padding = np.ones((B, length), bool)
+        padding[1, -2:] = False
+        for got, want in zip(compiled(x, padding), values_and_gradients(x, padding)):
+            np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_the_recomputed_window_under_xla_with_an_unknown_length():
+    assert_xla_matches_eager_at_unknown_lengths(
+        LocalAttention(num_heads=2, key_dim=8, window=2), (5, 9), training=True
+    )
+
+
+def test_the_dense_blocks_serve_dropout_in_training_and_the_additive_score(monkeypatch):
+    """Only those need the whole weights; everything else takes the recomputing loop."""
+    calls = []
+    recomputed = local_module.recomputed_window_part
+    monkeypatch.setattr(local_module, "recomputed_window_part",
+                        lambda *a, **k: calls.append("loop") or recomputed(*a, **k))  # fmt: skip
+    x = _x(B, T, D)
+    LocalAttention(num_heads=2, key_dim=4, window=2, dropout=0.5)(x, training=True)
+    LocalAttention(num_heads=2, key_dim=4, window=2, score="additive")(x, training=True)
+    assert calls == []
+    LocalAttention(num_heads=2, key_dim=4, window=2, dropout=0.5)(x, training=False)
+    LocalAttention(num_heads=2, key_dim=4, window=2)(x, training=True)
+    assert calls == ["loop", "loop"]
+
+
 def test_pattern_helper_is_the_definition():
     np.testing.assert_array_equal(
         local_module.local_window_pattern(block_size=2, window=2, causal=True),

@@ -15,7 +15,7 @@ from keras import ops
 
 from zoo.layers.attention.multi_head import MultiHeadAttention
 from zoo.layers.attention.registry import register_attention
-from zoo.layers.attention.scaled_dot_product import default_scale, unit_length
+from zoo.layers.attention.recomputed import scaled_for_dot_products
 from zoo.layers.loops import bounded_loop
 from zoo.layers.masking import AttentionMasks, combine_masks, mask_value
 
@@ -60,14 +60,7 @@ def chunked_attention(q, k, v, masks=None, chunk_size=256, score="scaled_dot", s
                          f"{score!r} (use attention='mha' for it).")  # fmt: skip
     masks = masks or AttentionMasks()
     dtype = v.dtype
-    q, k, v = (ops.cast(x, "float32") for x in (q, k, v))
-    if score == "cosine":
-        q, k = unit_length(q), unit_length(k)
-    if scale is None:
-        scale = default_scale(score, q.shape[-1])
-    if not isinstance(scale, (int, float)):  # a tensor: the cosine temperature, (N, 1, 1)
-        scale = ops.reshape(ops.cast(scale, "float32"), (1, 1, -1, 1))
-    q = q * scale  # the scores are then plain dot products: q . k
+    q, k, v = scaled_for_dot_products(q, k, v, score, scale)  # the scores are then q . k
 
     length, padding, attention = k.shape[1], masks.padding, masks.attention
     real = None  # (S',) True for real keys, when the last chunk is filled

@@ -7,7 +7,6 @@ from zoo.layers.attention.local import (
     BlockedAttention,
     _check_size,
     block_size_for,
-    local_window_part,
     merge_parts,
     softmax_part,
 )
@@ -123,7 +122,7 @@ class GlobalAttention(BlockedAttention):
         # The window leaves the global keys to global_key_part, so each key is counted once.
         not_global = ops.arange(ops.shape(key_valid)[1], dtype="int32") >= g  # (T,)
         local_valid = ops.logical_and(key_valid, not_global[None])  # (B, T)
-        local = local_window_part(q, k, v, local_valid, self.window, block_size, causal, **attend)
+        local = self._window_part(q, k, v, local_valid, self.window, block_size, causal, training)
         global_keys = global_key_part(q, k, v, key_valid, g, causal, **attend)
         out = merge_parts([local, global_keys])  # (B, T, N, Hv)
         if causal:

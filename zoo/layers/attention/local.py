@@ -15,6 +15,13 @@ from keras import ops
 
 from zoo.layers.attention.multi_head import MultiHeadAttention
 from zoo.layers.attention.registry import register_attention
+from zoo.layers.attention.recomputed import (
+    STEP_QUERIES,
+    blocks_per_step,
+    looped_attention,
+    scaled_for_dot_products,
+    step_slices,
+)
 from zoo.layers.attention.scaled_dot_product import attention_scores
 from zoo.layers.masking import mask_value
 
@@ -149,6 +156,70 @@ def local_window_part(q, k, v, key_valid, window, block_size, causal, **attend_k
     )
 
 
+def recomputed_window_part(q, k, v, key_valid, window, block_size, causal, score="scaled_dot",
+                           scale=None, step_queries=STEP_QUERIES):
+    """:func:`local_window_part` in O(T) training memory: a loop over steps of query blocks
+    (:func:`~zoo.layers.attention.recomputed.looped_attention`), whose weights the backward
+    pass recomputes instead of keeping them.
+
+    Each step takes ``g`` query blocks and the ``g + 2`` key blocks around them, and scores each
+    query block against its neighbours as :func:`local_window_part` does; no tensor of the
+    ``(B, N, T, 3b)`` scores is ever whole, in the forward or the backward pass. No attention
+    dropout, and a dot-product score (``scaled_dot``, ``dot``, ``cosine``):
+    :meth:`BlockedAttention._window_part` takes :func:`local_window_part` otherwise. Equal to
+    it in values and gradients, ``lse`` included, for every query with a key in its window.
+
+    Args:
+        q, k, v, key_valid, window, block_size, causal: as :func:`local_window_part`.
+        score: ``"scaled_dot"``, ``"dot"`` or ``"cosine"``.
+        scale: as :func:`~zoo.layers.attention.chunked_attention`'s.
+        step_queries: queries per step (rounded down to whole blocks, at least one).
+
+    Returns:
+        ``(out (B, T, N, Hv), lse (B, T, N))``, float32.
+    """
+    q, k, v = scaled_for_dot_products(q, k, v, score, scale)
+    b, count = block_size, 2 if causal else 3
+    g = blocks_per_step(b, None if q.shape[1] is None else -(-q.shape[1] // b), step_queries)
+    length = ops.shape(q)[1]
+    q, k, v = (pad_to_multiple(x, g * b) for x in (q, k, v))  # whole steps
+    key_valid = pad_to_multiple(ops.cast(key_valid, "bool"), g * b, value=False)
+    # One block of padding at each end: the window of query block c starts at key block c.
+    k, v = (ops.pad(x, [[0, 0], [b, b], [0, 0], [0, 0]]) for x in (k, v))
+    key_valid = ops.pad(key_valid, [[0, 0], [b, b]], constant_values=False)
+    steps = ops.shape(q)[1] // (g * b)
+    batch, n = ops.shape(q)[0], q.shape[2]
+    pattern = ops.convert_to_tensor(local_window_pattern(b, window, causal))  # (b, K)
+    q, k, v = (ops.transpose(x, (0, 2, 1, 3)) for x in (q, k, v))  # head-major (B, N, T, H)
+
+    def neighbours(piece):  # (..., g + 2, b, ...) -> (..., g, count b, ...)
+        return ops.concatenate([piece[:, :, j:j + g] for j in range(count)], axis=3)
+
+    def take_keys(x, s):  # (B, N, g, K, H): each query block's neighbour keys
+        piece = ops.slice(x, [0, 0, s * g * b, 0], [batch, n, (g + 2) * b, x.shape[3]])
+        return neighbours(ops.reshape(piece, (batch, n, g + 2, b, x.shape[3])))
+
+    def add_keys(total, d, s):  # the transpose of take_keys: overlapping windows add up
+        h = d.shape[4]
+        piece = 0.0
+        for j, part in enumerate(ops.split(d, count, axis=3)):  # each (B, N, g, b, H)
+            piece = piece + ops.pad(part, [[0, 0], [0, 0], [j, 2 - j], [0, 0], [0, 0]])
+        piece = ops.reshape(piece, (batch, n, (g + 2) * b, h))
+        old = ops.slice(total, [0, 0, s * g * b, 0], [batch, n, (g + 2) * b, h])
+        return ops.slice_update(total, [0, 0, s * g * b, 0], old + piece)
+
+    def mask_of(s):  # (B, 1, g, b, K)
+        valid = ops.slice(key_valid, [0, s * g * b], [batch, (g + 2) * b])
+        valid = neighbours(ops.reshape(valid, (batch, 1, g + 2, b)))  # (B, 1, g, K)
+        return ops.logical_and(pattern[None, None, None], valid[:, :, :, None, :])
+
+    out, lse = looped_attention(
+        q, k, v, steps, step_slices(batch, n, b, g), (take_keys, add_keys), mask_of
+    )
+    out = ops.transpose(out, (0, 2, 1, 3))[:, :length]  # (B, T, N, Hv)
+    return out, ops.transpose(lse, (0, 2, 1))[:, :length]
+
+
 def block_size_for(size, length):
     """The block size of a pattern of reach ``size``: ``size`` itself (at least 1), or the
     static sequence length when that is shorter (one block then holds everything)."""
@@ -197,6 +268,15 @@ class BlockedAttention(MultiHeadAttention):
             "training": training,
             "seed": self.seed_generator,
         }
+
+    def _window_part(self, q, k, v, key_valid, window, block_size, causal, training):
+        """The sliding-window part, in O(T) training memory (:func:`recomputed_window_part`)
+        unless its weights are dropped out or scored additively, which need them whole."""
+        if self.score == "additive" or (self.dropout and training):
+            return local_window_part(q, k, v, key_valid, window, block_size, causal,
+                                     **self._attend_kwargs(training))  # fmt: skip
+        return recomputed_window_part(q, k, v, key_valid, window, block_size, causal,
+                                      score=self.score, scale=self._score_scale())  # fmt: skip
 
     def _attend_with_masks(self, q, k, v, masks, return_weights, training):
         name = type(self).__name__
@@ -282,9 +362,7 @@ class LocalAttention(BlockedAttention):
         return block_size_for(self.window, length)
 
     def _attend_blocked(self, q, k, v, key_valid, causal, block_size, training):
-        out, _ = local_window_part(
-            q, k, v, key_valid, self.window, block_size, causal, **self._attend_kwargs(training)
-        )
+        out, _ = self._window_part(q, k, v, key_valid, self.window, block_size, causal, training)
         return out
 
     def get_config(self):

@@ -12,6 +12,7 @@ from zoo.layers.attention.clustered import (
 )
 from zoo.layers.attention.local import pad_to_multiple
 from zoo.layers.attention.multi_head import MultiHeadAttention
+from zoo.layers.attention.recomputed import grouped_attention
 from zoo.layers.attention.registry import register_attention
 from zoo.layers.masking import mask_value
 
@@ -226,17 +227,25 @@ class SinkhornAttention(SelfAttentionOnly, MultiHeadAttention):
             local_mask = ops.logical_and(local_mask, ops.tril(ops.ones((b, b), "bool")))
 
         scale = dot_product_scale(self)
-        floor = mask_value("float32")
-        scores = []
-        for keys, allowed in ((k_sorted, sorted_real[..., None, :]), (k, local_mask)):
-            s = ops.cast(ops.einsum("bniph,bnirh->bnipr", q, keys), "float32") * scale
-            scores.append(ops.where(allowed, s, floor))  # (B, N, n, b, b)
-        weights = ops.softmax(ops.concatenate(scores, axis=-1), axis=-1)  # (B, N, n, b, 2b)
-        if self.dropout and training:
+        allowed = (sorted_real[..., None, :], local_mask)  # the sorted block's, then its own
+        if not (self.dropout and training):  # O(T) memory in training: recomputed steps
+            def f32(*xs):
+                return tuple(ops.cast(x, "float32") for x in xs)
+
+            out, _ = grouped_attention(  # the keys of the sorted block, then its own
+                f32(q * scale)[0], f32(k_sorted, k), f32(v_sorted, v), allowed)
+            out = ops.cast(out, v.dtype)  # fmt: skip
+        else:  # dropout needs the weights whole
+            scores = ops.cast(ops.einsum("bniph,bnirh->bnipr", q, ops.concatenate(
+                [k_sorted, k], axis=3)), "float32") * scale  # fmt: skip
+            shape = ops.shape(sorted_real)[:3] + (b, b)  # (B, N, n, b, b) each
+            allowed = ops.concatenate([ops.broadcast_to(m, shape) for m in allowed], axis=-1)
+            scores = ops.where(allowed, scores, mask_value("float32"))
+            weights = ops.softmax(scores, axis=-1)  # (B, N, n, b, 2b)
             weights = keras.random.dropout(weights, self.dropout, seed=self.seed_generator)
-        weights = ops.cast(weights, v.dtype)
-        out = ops.einsum("bnipr,bnirh->bniph", weights[..., :b], v_sorted)
-        out = out + ops.einsum("bnipr,bnirh->bniph", weights[..., b:], v)  # (B, N, n, b, Hv)
+            weights = ops.cast(weights, v.dtype)
+            out = ops.einsum("bnipr,bnirh->bniph", weights[..., :b], v_sorted)
+            out = out + ops.einsum("bnipr,bnirh->bniph", weights[..., b:], v)  # (B,N,n,b,Hv)
         out = ops.transpose(out, (0, 2, 3, 1, 4))  # (B, n, b, N, Hv)
         out = ops.reshape(out, (-1, padded_length, self.num_heads, self._value_dim))  # (B,T',N,Hv)
         return out[:, :length]  # (B, T, N, Hv)

@@ -7,7 +7,6 @@ from zoo.layers.attention.local import (
     BlockedAttention,
     _check_size,
     block_size_for,
-    local_window_part,
     merge_parts,
     softmax_part,
 )
@@ -128,7 +127,7 @@ class StridedAttention(BlockedAttention):
         attend = self._attend_kwargs(training)
         if self.pattern == "strided":
             return strided_part(q, k, v, key_valid, block_size, causal, **attend)[0]
-        local = local_window_part(q, k, v, key_valid, self.stride, block_size, causal, **attend)
+        local = self._window_part(q, k, v, key_valid, self.stride, block_size, causal, training)
         strided = strided_part(
             q, k, v, key_valid, block_size, causal, exclude_within=self.stride, **attend
         )
