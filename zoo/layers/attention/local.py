@@ -6,7 +6,9 @@ blocks (this file), the keys of the same residue modulo a stride (``strided.py``
 global keys (``global_attention.py``). Each part gives a softmax over its own keys and the
 log of its normaliser; :func:`merge_parts` joins them into the softmax over the union, the
 way blocked (flash) attention merges key blocks. The parts of one variant are disjoint, so
-every allowed key is counted once.
+every allowed key is counted once. The window part, the large one, runs as a loop whose backward
+pass recomputes its weights (:func:`recomputed_window_part`), unless attention dropout or the
+additive score needs them whole (:func:`local_window_part`).
 """
 
 import keras
