@@ -49,10 +49,11 @@ def cmd_train(args):
     options = _options(args, args.task_options)
     fields = {field.name for field in dataclasses.fields(task.config_class)}
     overrides = {name: value for name, value in options.items() if name in fields}
-    if "epochs" not in overrides and _started_epochs(args.workdir):
+    started = None if "epochs" in overrides else _started_epochs(args.workdir)
+    if started:
         # Resumed without --epochs: train to the epochs the run was started with, not to the
         # preset's (a run started with --epochs 80 would otherwise stop at the preset's 40).
-        overrides["epochs"] = _started_epochs(args.workdir)
+        overrides["epochs"] = started
     task_options = {name: value for name, value in options.items() if name not in fields}
     config = task.get_config(args.preset, **overrides)
     train(

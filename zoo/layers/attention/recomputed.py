@@ -203,8 +203,7 @@ def grouped_attention(q, k, v, mask, step_queries=STEP_QUERIES):
         widths = [[0, 0], [0, 0], [0, fill], [0, 0], [0, 0]]
         q = ops.pad(q, widths)
         k, v = ([ops.pad(x, widths) for x in parts] for parts in (k, v))
-        masks = [ops.pad(ops.cast(m, "bool"), widths[:2] + [[0, fill], [0, 0], [0, 0]],
-                         constant_values=False) for m in masks]  # fmt: skip
+        masks = [ops.pad(ops.cast(m, "bool"), widths, constant_values=False) for m in masks]
     steps = ops.shape(q)[2] // g
 
     def flat(x):  # (B, N, G, K, H) -> (B, N, G K, H)
