@@ -398,6 +398,9 @@ def run_on_jax(script, timeout=600):
         JAX_PLATFORMS="cpu",
         PYTHONPATH=REPO_ROOT,
         TF_CPP_MIN_LOG_LEVEL="3",
+        # XLA's optimisation passes cost more than they save at test sizes (with them, the
+        # checks of tests/layers/test_layers_on_jax.py took 116 s against 94 s here).
+        JAX_DISABLE_MOST_OPTIMIZATIONS="1",
         # One thread (besides tests/conftest.py's flags): at test sizes XLA's thread pool costs
         # more than it saves (45 s against 47 s alone here), and it would take the other
         # pytest worker's core. Only a JAX process may have these: TensorFlow's XLA rejects

@@ -1,4 +1,4 @@
-"""One tiny translator with random weights and a tiny vocabulary, exported once for the package.
+"""One tiny translator with random weights and a tiny vocabulary, exported once per test process.
 
 The weights are random, so the translations are nonsense (byte pieces included), but they are
 long and varied: every search has real choices to make, and the comparisons with
@@ -17,7 +17,9 @@ VOCAB_SIZE = 400  # 256 byte pieces + 4 special ids + ~70 characters + a few wor
 MAX_LENGTH = 16  # source and target positions: short loops, and truncation is easy to reach
 
 
-@pytest.fixture(scope="package")
+# Session, not package, scope: a worker runs this folder's files between other folders' files,
+# and pytest would build a package fixture again each time the folder comes back.
+@pytest.fixture(scope="session")
 def model():
     keras.utils.set_random_seed(3)
     config = translator_config(
@@ -29,7 +31,7 @@ def model():
     return model
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def tokenizer(model, tmp_path_factory):
     """A vocabulary of 1,000 Multi30k lines (500 pairs). It depends on ``model`` so that it is
     made after ``keras.utils.set_random_seed``: tf.random.set_seed clears TensorFlow's kernel
@@ -39,6 +41,6 @@ def tokenizer(model, tmp_path_factory):
     return SentencePieceTokenizer(train_sentencepiece(texts, prefix, vocab_size=VOCAB_SIZE))
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def export_dir(model, tokenizer, tmp_path_factory):
     return export_translator(model, tokenizer, tmp_path_factory.mktemp("export") / "translator")
