@@ -243,7 +243,8 @@ def _chunked():
 def _recomputed():
     """The blocked variants' recomputing loop (its gradient written out with
     ops.custom_gradient, which JAX runs through its own path) equals the dense blocks under
-    jax.jit: the local window part, and grouped attention with keys in two parts."""
+    jax.jit: the local window part, grouped attention with keys in two parts, and sinkhorn's
+    sorted blocks."""
     import jax
 
     from tests.layers import test_recomputed_attention as grouped
@@ -288,6 +289,17 @@ def _recomputed():
             want = grad(q, *k, *v)
     for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-5, rtol=1e-5)
+
+    # Sinkhorn's sorted blocks, made inside the loop's steps, S differentiated too.
+    from zoo.layers.attention.sinkhorn import sorted_block_attention
+
+    inputs = sinkhorn.sorted_block_inputs(True)
+    sinkhorn.assert_sorted_blocks_match(
+        sinkhorn.sorted_block_gradients(
+            lambda *x: sorted_block_attention(*x, step_queries=6), inputs, differentiate),
+        sinkhorn.sorted_block_gradients(sinkhorn.dense_sorted_block_attention, inputs,
+                                        differentiate),
+    )  # fmt: skip
 
 
 def _fused():

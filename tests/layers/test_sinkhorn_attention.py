@@ -1,5 +1,6 @@
 import doctest
 
+import keras
 import numpy as np
 import pytest
 
@@ -10,10 +11,11 @@ from tests.layers.test_local_attention import (
     assert_dropout_only_in_training,
     assert_dynamic_length_matches,
     assert_encoder_learns,
+    tf_differentiate,
 )
 from zoo.layers import MultiHeadAttention, get_attention
 from zoo.layers.attention import sinkhorn as sinkhorn_module
-from zoo.layers.attention.sinkhorn import SinkhornAttention, sinkhorn
+from zoo.layers.attention.sinkhorn import SinkhornAttention, sinkhorn, sorted_block_attention
 
 RNG = np.random.default_rng(0)
 B, T, D, BLOCK = 2, 10, 16, 3  # 4 blocks, the last one short
@@ -162,6 +164,79 @@ def test_equals_the_slow_reference(causal):
     got = np.asarray(layer(x, padding_mask=PADDING, use_causal_mask=causal))
     want = _reference(layer, x, PADDING, causal, iterations=5)
     np.testing.assert_allclose(got[PADDING], want[PADDING], atol=1e-5)
+
+
+def dense_sorted_block_attention(q, k, v, sort, sorted_real, local_mask):
+    """The sorted blocks made whole, then one softmax over them and the own blocks."""
+    ops = keras.ops
+    keys = ops.concatenate([ops.einsum("bnij,bnjph->bniph", sort, k), k], axis=3)
+    values = ops.concatenate([ops.einsum("bnij,bnjph->bniph", sort, v), v], axis=3)
+    scores = ops.einsum("bniph,bnirh->bnipr", q, keys)  # (B, N, n, b, 2b)
+    shape = ops.shape(scores)[:-1] + (ops.shape(k)[3],)
+    allowed = ops.concatenate([ops.broadcast_to(sorted_real[..., None, :], shape),
+                               ops.broadcast_to(local_mask, shape)], axis=-1)  # fmt: skip
+    scores = ops.where(allowed, scores, -1e9)
+    lse = ops.logsumexp(scores, axis=-1)
+    return ops.einsum("bnipr,bnirh->bniph", ops.exp(scores - lse[..., None]), values), lse
+
+
+def sorted_block_inputs(causal):
+    """q, k, v, S, the masks and loss weights: 5 blocks of 3, the second sentence's last two
+    blocks padding; S has a row and a column of zeros (the first block sorts from nothing,
+    as under the causal mask)."""
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.normal(size=(2, 2, 5, 3, 4)).astype("float32") for _ in range(3))
+    sort = rng.uniform(size=(2, 2, 5, 5)).astype("float32")
+    sort[:, :, 0] = sort[:, :, :, 4] = 0.0
+    real = np.ones((2, 5, 3), "float32")
+    real[1, 3:] = 0.0
+    sorted_real = np.einsum("bnij,bjp->bnip", sort, real) > 0
+    local_mask = real[:, None, :, None, :] > 0  # (B, 1, n, 1, b)
+    if causal:
+        local_mask = local_mask & np.tril(np.ones((3, 3), bool))
+    return q, k, v, sort, sorted_real, local_mask, rng.normal(size=(2, 2, 5, 3)).astype("float32")
+
+
+def sorted_block_gradients(attend, inputs, differentiate):
+    """``out``, ``lse`` and the gradients of ``sum(out cos(out)) + sum(lse w)`` for q, k, v
+    and S, over the queries with a key to attend (the others are zeroed)."""
+    q, k, v, sort, sorted_real, local_mask, weights = inputs
+
+    def loss(q, k, v, sort):
+        out, lse = attend(q, k, v, sort, sorted_real, local_mask)
+        seen = lse > -1e8
+        out = keras.ops.where(seen[..., None], out, 0.0)
+        lse = keras.ops.where(seen, lse, 0.0)
+        return keras.ops.sum(out * keras.ops.cos(out)) + keras.ops.sum(lse * weights), (out, lse)
+
+    return differentiate(loss, (q, k, v, sort))
+
+
+def assert_sorted_blocks_match(got, want):
+    (got_out, got_lse), got_grads = got
+    (want_out, want_lse), want_grads = want
+    np.testing.assert_allclose(np.asarray(got_out), np.asarray(want_out), atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(got_lse), np.asarray(want_lse), atol=1e-4, rtol=1e-5)
+    for name, a, b in zip(["q", "k", "v", "S"], got_grads, want_grads):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-4, rtol=1e-5,
+                                   err_msg=f"d {name}")  # fmt: skip
+
+
+# Steps of 6 queries: 2 blocks a step, a masked block added to make 3 steps; of 100: 1 step.
+@pytest.mark.parametrize("causal, step_queries", [(False, 6), (True, 6), (True, 100)])
+def test_the_recomputed_sorted_blocks_equal_the_whole_ones_in_values_and_gradients(
+    causal, step_queries
+):
+    """The O(T) training path, which makes each step's sorted blocks inside the loop, against
+    the sorted blocks made whole: outputs, log-normalisers and the gradients of q, k, v and S."""
+    inputs = sorted_block_inputs(causal)
+
+    def looped(*args):
+        return sorted_block_attention(*args, step_queries=step_queries)
+
+    assert_sorted_blocks_match(sorted_block_gradients(looped, inputs, tf_differentiate),
+                               sorted_block_gradients(dense_sorted_block_attention, inputs,
+                                                      tf_differentiate))  # fmt: skip
 
 
 def test_identity_permutation_is_block_local_attention():

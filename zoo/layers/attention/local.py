@@ -201,7 +201,7 @@ def recomputed_window_part(q, k, v, key_valid, window, block_size, causal, score
         piece = ops.slice(x, [0, 0, s * g * b, 0], [batch, n, (g + 2) * b, x.shape[3]])
         return neighbours(ops.reshape(piece, (batch, n, g + 2, b, x.shape[3])))
 
-    def add_keys(total, d, s):  # the transpose of take_keys: overlapping windows add up
+    def add_keys(total, d, s, _):  # the transpose of take_keys: overlapping windows add up
         h = d.shape[4]
         piece = 0.0
         for j, part in enumerate(ops.split(d, count, axis=3)):  # each (B, N, g, b, H)

@@ -63,9 +63,9 @@ def looped_attention(q, k, v, steps, queries, keys, mask_of):
         queries: ``(take, put)``: ``take(x, s)`` is step ``s``'s ``(B, N, g, b, ...)`` slice of
             a ``(B, N, T, ...)`` tensor; ``put(total, x, s)`` writes such a slice back.
         keys: ``(take, add)``: ``take(x, s)`` is step ``s``'s ``(B, N, g, K, H)`` keys (or
-            values) of each query block from ``x`` (laid out as ``k``); ``add(total, d, s)``
+            values) of each query block from ``x`` (laid out as ``k``); ``add(total, d, s, x)``
             adds their gradient ``d`` into ``total`` (laid out as ``k``), the transpose of
-            ``take``.
+            ``take`` at ``x`` (which a ``take`` that multiplies parts of ``x`` needs).
         mask_of: ``mask_of(s)``, boolean, broadcastable to ``(B, N, g, b, K)``: True where a
             query may attend a key.
 
@@ -132,8 +132,8 @@ def looped_attention(q, k, v, steps, queries, keys, mask_of):
                 d_scores = p * (d_weights - ops.expand_dims(take_queries(d_sum, s), -1))
                 d_scores = ops.where(mask, d_scores, 0.0)  # a masked score is a constant
                 d_q = put_queries(d_q, ops.einsum("bngqk,bngkh->bngqh", d_scores, k_s), s)
-                d_k = add_keys(d_k, ops.einsum("bngqk,bngqh->bngkh", d_scores, q_s), s)
-                d_v = add_keys(d_v, ops.einsum("bngqk,bngqh->bngkh", p, d_out_s), s)
+                d_k = add_keys(d_k, ops.einsum("bngqk,bngqh->bngkh", d_scores, q_s), s, k)
+                d_v = add_keys(d_v, ops.einsum("bngqk,bngqh->bngkh", p, d_out_s), s, v)
                 return d_q, d_k, d_v
 
             zeros = [ops.zeros_like(x) for x in kv]
@@ -215,7 +215,7 @@ def grouped_attention(q, k, v, mask, step_queries=STEP_QUERIES):
         taken = [take(x, s) for (take, _), x in zip(slices, parts)]
         return taken[0] if len(taken) == 1 else ops.concatenate(taken, axis=3)
 
-    def add_keys(totals, d, s):  # each step's keys are its own: no overlap between steps
+    def add_keys(totals, d, s, _):  # each step's keys are its own: no overlap between steps
         d_parts = [d] if len(sizes) == 1 else ops.split(d, list(np.cumsum(sizes)[:-1]), axis=3)
         return tuple(put(total, take(total, s) + d_part, s)
                      for (take, put), total, d_part in zip(slices, totals, d_parts))  # fmt: skip

@@ -12,7 +12,12 @@ from zoo.layers.attention.clustered import (
 )
 from zoo.layers.attention.local import pad_to_multiple
 from zoo.layers.attention.multi_head import MultiHeadAttention
-from zoo.layers.attention.recomputed import grouped_attention
+from zoo.layers.attention.recomputed import (
+    STEP_QUERIES,
+    blocks_per_step,
+    looped_attention,
+    step_slices,
+)
 from zoo.layers.attention.registry import register_attention
 from zoo.layers.masking import mask_value
 
@@ -51,6 +56,76 @@ def sinkhorn(log_alpha, iterations, valid=None):
 def _blocks(x, block_size):
     """``(B, T, ...)`` -> ``(B, T/b, b, ...)``, ``T`` a multiple of ``b``."""
     return ops.reshape(x, (ops.shape(x)[0], -1, block_size) + tuple(x.shape[2:]))
+
+
+def sorted_block_attention(q, k, v, sort, sorted_real, local_mask, step_queries=STEP_QUERIES):
+    """Each block of queries attends, with one softmax, its sorted block ``sum_j S_ij K_j``
+    and its own block; a step of blocks at a time, recomputed in the backward pass.
+
+    The sorted keys and values are made inside each step from ``sort`` and the blocks (and
+    their gradients are taken back there), so that neither they nor their gradients exist
+    whole: training memory is O(T) plus one step's scores.
+
+    Args:
+        q: ``(B, N, n, b, H)`` float32 queries, already scaled.
+        k, v: ``(B, N, n, b, H|Hv)`` float32 keys and values of the blocks.
+        sort: ``(B, N, n, n)`` float32, the sorting matrix ``S``.
+        sorted_real: ``(B, N, n, b)`` boolean, the sorted block's positions that a real token
+            reaches.
+        local_mask: boolean, broadcastable to ``(B, N, n, b, b)``: the own block's keys each
+            query may attend.
+        step_queries: queries per step.
+
+    Returns:
+        ``out (B, N, n, b, Hv)`` and ``lse (B, N, n, b)``, as
+        :func:`~zoo.layers.attention.recomputed.looped_attention`.
+    """
+    batch, heads, b = ops.shape(q)[0], q.shape[1], q.shape[3]
+    blocks = ops.shape(q)[2]
+    g = blocks_per_step(b, q.shape[2], step_queries)
+    fill = (-blocks) % g  # whole steps: masked blocks added at the end, cut off after
+    if not isinstance(fill, int) or fill:
+        widths = [[0, 0], [0, 0], [0, fill], [0, 0], [0, 0]]
+        q, k, v = (ops.pad(x, widths) for x in (q, k, v))
+        sort = ops.pad(sort, widths[:3] + [[0, fill]])
+        sorted_real = ops.pad(sorted_real, widths[:4], constant_values=False)
+        local_mask = ops.pad(local_mask, widths, constant_values=False)
+    steps = ops.shape(q)[2] // g
+    take_blocks, put_blocks = step_slices(batch, heads, b, g)  # of (B, N, n b, ...) tensors
+
+    def flat(x):  # (B, N, n, b, H) -> (B, N, n b, H)
+        return ops.reshape(x, (batch, heads, -1, x.shape[4]))
+
+    def whole(x):  # (B, N, n b, H) -> (B, N, n, b, H)
+        return ops.reshape(x, (batch, heads, -1, b, x.shape[3]))
+
+    def rows(m, s):  # (B, N, g, n): the step's rows of S
+        return ops.slice(m, [0, 0, s * g, 0], [batch, heads, g, ops.shape(m)[3]])
+
+    def take_keys(parts, s):  # (B, N, g, 2b, H): each block's sorted block, then its own
+        m, x = parts
+        sorted_block = ops.einsum("bngj,bnjph->bngph", rows(m, s), whole(x))
+        return ops.concatenate([sorted_block, take_blocks(x, s)], axis=3)
+
+    def add_keys(totals, d, s, parts):  # the transpose of take_keys, for S and the blocks
+        (d_m, d_x), (m, x) = totals, parts
+        d_sorted, d_own = d[:, :, :, :b], d[:, :, :, b:]
+        d_rows = ops.einsum("bngph,bnjph->bngj", d_sorted, whole(x))
+        d_m = ops.slice_update(d_m, [0, 0, s * g, 0], d_rows)  # a row of S is one step's
+        d_x = d_x + flat(ops.einsum("bngj,bngph->bnjph", rows(m, s), d_sorted))
+        return d_m, put_blocks(d_x, take_blocks(d_x, s) + d_own, s)
+
+    def mask_of(s):  # (B, N, g, b, 2b)
+        shape, local = (batch, heads, g, b, b), ops.shape(local_mask)
+        taken = ops.slice(sorted_real, [0, 0, s * g, 0], [batch, heads, g, b])
+        own = ops.slice(local_mask, [0, 0, s * g, 0, 0], [local[0], local[1], g, local[3], local[4]])
+        return ops.concatenate([ops.broadcast_to(taken[..., None, :], shape),
+                                ops.broadcast_to(own, shape)], axis=-1)  # fmt: skip
+
+    out, lse = looped_attention(flat(q), (sort, flat(k)), (sort, flat(v)), steps,
+                                (take_blocks, put_blocks), (take_keys, add_keys), mask_of)
+    out = ops.reshape(out, (batch, heads, -1, b, v.shape[4]))[:, :, :blocks]
+    return out, ops.reshape(lse, (batch, heads, -1, b))[:, :, :blocks]
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -218,8 +293,6 @@ class SinkhornAttention(SelfAttentionOnly, MultiHeadAttention):
 
         q, k, v = heads_first(q), heads_first(k), heads_first(v)
         real_blocks = ops.cast(_blocks(real, b), "float32")  # (B, n, b)
-        k_sorted = ops.einsum("bnij,bnjph->bniph", ops.cast(sort, k.dtype), k)
-        v_sorted = ops.einsum("bnij,bnjph->bniph", ops.cast(sort, v.dtype), v)
         sorted_real = ops.einsum("bnij,bjp->bnip", sort, real_blocks) > 0  # (B, N, n, b)
         local_real = ops.cast(real_blocks[:, None], "bool")  # (B, 1, n, b)
         local_mask = local_real[..., None, :]  # (B, 1, n, 1, b)
@@ -227,15 +300,17 @@ class SinkhornAttention(SelfAttentionOnly, MultiHeadAttention):
             local_mask = ops.logical_and(local_mask, ops.tril(ops.ones((b, b), "bool")))
 
         scale = dot_product_scale(self)
-        allowed = (sorted_real[..., None, :], local_mask)  # the sorted block's, then its own
         if not (self.dropout and training):  # O(T) memory in training: recomputed steps
-            def f32(*xs):
-                return tuple(ops.cast(x, "float32") for x in xs)
+            def f32(x):
+                return ops.cast(x, "float32")
 
-            out, _ = grouped_attention(  # the keys of the sorted block, then its own
-                f32(q * scale)[0], f32(k_sorted, k), f32(v_sorted, v), allowed)
+            out, _ = sorted_block_attention(
+                f32(q * scale), f32(k), f32(v), f32(sort), sorted_real, local_mask)
             out = ops.cast(out, v.dtype)  # fmt: skip
         else:  # dropout needs the weights whole
+            k_sorted = ops.einsum("bnij,bnjph->bniph", ops.cast(sort, k.dtype), k)
+            v_sorted = ops.einsum("bnij,bnjph->bniph", ops.cast(sort, v.dtype), v)
+            allowed = (sorted_real[..., None, :], local_mask)  # the sorted block's, its own
             scores = ops.cast(ops.einsum("bniph,bnirh->bnipr", q, ops.concatenate(
                 [k_sorted, k], axis=3)), "float32") * scale  # fmt: skip
             shape = ops.shape(sorted_real)[:3] + (b, b)  # (B, N, n, b, b) each
