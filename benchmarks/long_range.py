@@ -259,8 +259,10 @@ def plot(results, variants, path, chance):
     plt.close(fig)
 
 
-def publish(results, variants, settings, length, budget, xla, png, record, code):
-    """Print the table, draw the picture and (``record``) replace the RESULTS.md section."""
+def publish(results, variants, settings, length, budget, xla, png, record, code, chosen=False):
+    """Print the table, draw the picture and (``record``) replace the RESULTS.md section: the
+    one of every variant, or (``chosen``: a run of named variants) a section of their own, so
+    that a run of a few never replaces the table of them all."""
     lines = table(results, variants)
     print("\n".join(lines))
     plot(results, variants, png, 1 / VALUES)
@@ -269,12 +271,12 @@ def publish(results, variants, settings, length, budget, xla, png, record, code)
         return
     far = reach(settings)
     described = "; ".join(f"{n} {attention_kwargs(n, 'T', settings) or '{}'}" for n in variants)
+    prefix = f"Long-range retrieval, {' and '.join(variants)}:" if chosen else TITLE_PREFIX
     replace_results_section(
-        TITLE_PREFIX,
-        f"{TITLE_PREFIX} key-value retrieval at length {length}, {budget:g} s of training per "
-        "variant",
+        prefix,
+        f"{prefix} key-value retrieval at length {length}, {budget:g} s of training per variant",
         "python benchmarks/long_range.py" + (f" --length {length}" if length != 1024 else "")
-        + f" --budget {budget:g}",
+        + f" --budget {budget:g}" + (f" --variants {' '.join(variants)}" if chosen else ""),
         lines,
         notes=[
             f"task: {PAIRS} (key, value) tokens with distinct keys (of {KEYS}) at random "
@@ -315,7 +317,7 @@ def main(argv=None):
             saved = json.load(f)
         variants = saved["variants"]
         return publish(saved["results"], variants, settings, saved["length"], saved["budget"],
-                       saved["xla"], png, record, saved["code"])
+                       saved["xla"], png, record, saved["code"], saved.get("chosen", False))
 
     code = code_state()
     far = reach(settings)
@@ -334,8 +336,10 @@ def main(argv=None):
     if args.save_json:
         with open(args.save_json, "w") as f:
             json.dump({"variants": variants, "results": results, "length": args.length,
-                       "budget": args.budget, "xla": xla, "code": code}, f, indent=1)
-    publish(results, variants, settings, args.length, args.budget, xla, png, record, code)
+                       "budget": args.budget, "xla": xla, "code": code,
+                       "chosen": bool(args.variants)}, f, indent=1)
+    publish(results, variants, settings, args.length, args.budget, xla, png, record, code,
+            chosen=bool(args.variants))
     return results
 
 

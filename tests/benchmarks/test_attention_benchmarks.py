@@ -243,3 +243,21 @@ def test_a_variant_trains_for_its_budget_and_is_scored(tmp_path):
     path = tmp_path / "long_range.png"
     long_range.plot(results, ["mha", "local"], str(path), 1 / long_range.VALUES)
     assert path.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("chosen", [False, True])
+def test_a_run_of_named_variants_records_a_section_of_its_own(tmp_path, monkeypatch, chosen):
+    """The table of every variant is replaced only by a run of every variant."""
+    recorded = []
+    monkeypatch.setattr(long_range, "replace_results_section",
+                        lambda prefix, title, command, lines, notes: recorded.append(
+                            (prefix, title, command)))  # fmt: skip
+    results = {"mha": {"error": "ValueError: boom"}, "aft": {"error": "ValueError: boom"}}
+    long_range.publish(results, ["mha", "aft"], SETTINGS, 1024, 120.0, True,
+                       str(tmp_path / "p.png"), True, "code: test", chosen=chosen)
+    (prefix, title, command), = recorded
+    if chosen:
+        assert prefix == "Long-range retrieval, mha and aft:" and title.startswith(prefix)
+        assert command.endswith("--budget 120 --variants mha aft")
+    else:
+        assert prefix == long_range.TITLE_PREFIX and "--variants" not in command
