@@ -106,6 +106,13 @@ def test_a_new_task_trains_resumes_and_loads_through_the_seam(tmp_path, monkeypa
     for index, weight in enumerate(load(workdir).model.get_weights()):
         np.testing.assert_allclose(weight, (per_epoch[0][index] + per_epoch[1][index]) / 2,
                                    rtol=1e-6)
+    # A killed run leaves no model.keras: the model comes from its last checkpoint.keras.
+    os.remove(os.path.join(workdir, "model.keras"))
+    _, averaged = average_checkpoints(workdir, 2)
+    assert averaged == epochs[1:]
+    for index, weight in enumerate(load(workdir).model.get_weights()):
+        np.testing.assert_allclose(weight, (per_epoch[0][index] + per_epoch[1][index]) / 2,
+                                   rtol=1e-6)
     with pytest.raises(TypeError, match="ParityConfig"):
         train(task, {"width": 3}, workdir)
 

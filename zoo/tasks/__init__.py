@@ -31,7 +31,7 @@ def get_task(task):
 Loaded = collections.namedtuple("Loaded", "task model vocabulary")
 
 
-def load(folder, task=None):
+def load(folder, task=None, model_file=MODEL_FILE):
     """The task, model and vocabulary of a workdir (``zoo train``) or an export folder.
 
     The model's name says which task it belongs to. Every problem is a one-line error that
@@ -41,6 +41,7 @@ def load(folder, task=None):
     Args:
         folder: the workdir or export folder.
         task: the task the caller expects (a name or a :class:`Task`), or None for any.
+        model_file: the model's file in the folder (a workdir's ``checkpoint.keras``, say).
 
     Returns:
         A :class:`Loaded` ``(task, model, vocabulary)``; the model is not compiled.
@@ -57,7 +58,7 @@ def load(folder, task=None):
     folder = os.fspath(folder)
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"{folder}: no such folder")
-    path = os.path.join(folder, MODEL_FILE)
+    path = os.path.join(folder, model_file)
     if not os.path.exists(path):
         trainer = f"zoo train {expected.name}" if expected else "zoo train"
         raise FileNotFoundError(f"no trained model at {path}: run `{trainer}` first")

@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from zoo.artifacts import EPOCHS_DIR, MODEL_FILE, save_model_atomically
+from zoo.artifacts import CHECKPOINT_FILE, EPOCHS_DIR, MODEL_FILE, save_model_atomically
 
 __all__ = ["average_checkpoints", "average_weights", "epoch_checkpoints"]
 
@@ -60,7 +60,8 @@ def average_checkpoints(workdir, last):
     """Average the last ``last`` epochs of a workdir into its ``model.keras``.
 
     Args:
-        workdir: a workdir of ``zoo train`` (with ``epochs/`` and ``model.keras``).
+        workdir: a workdir of ``zoo train`` (with ``epochs/`` and ``model.keras``, or only
+            ``checkpoint.keras`` when the run was killed).
         last: how many of the last epochs to average (at least 1).
 
     Returns:
@@ -85,7 +86,10 @@ def average_checkpoints(workdir, last):
         raise ValueError(
             f"--last {last}: {os.path.join(workdir, EPOCHS_DIR)} keeps only {len(paths)} epochs"
         )
-    _, model, _ = load(workdir)
+    # A killed run leaves no model.keras; its last epoch's checkpoint.keras is the same model.
+    missing = not os.path.exists(os.path.join(workdir, MODEL_FILE))
+    found = missing and os.path.exists(os.path.join(workdir, CHECKPOINT_FILE))
+    _, model, _ = load(workdir, model_file=CHECKPOINT_FILE if found else MODEL_FILE)
     average_weights(model, paths[-last:])
     save_model_atomically(model, os.path.join(workdir, MODEL_FILE))
     return model, paths[-last:]
