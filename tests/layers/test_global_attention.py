@@ -81,6 +81,54 @@ def test_other_score_functions_and_a_separate_value(score):
     )
 
 
+def global_window_parts(causal, score, step_queries, g=2):
+    """Window 3 (blocks of 3) over 12 positions with ``g`` global keys, as
+    ``part(q, k, v, scale)``: the loop that joins the global keys to each step's window keys
+    in one softmax, and the window and the global keys as two parts merged after."""
+    import keras
+
+    from zoo.layers.attention import local as local_module
+    from zoo.layers.attention.scaled_dot_product import attention_scores
+
+    valid = np.ones((2, 12), bool)
+    valid[1, :1] = valid[1, -3:] = False  # a padded global key and padded keys at the end
+    valid[1, 5:8] = False  # and a window with no real key for some queries
+    local_valid = valid & (np.arange(12) >= g)
+
+    def looped(q, k, v, scale):
+        return local_module.recomputed_window_part(
+            q, k, v, local_valid, 3, 3, causal, score=score, scale=scale,
+            step_queries=step_queries, num_global=g, global_valid=valid[:, :g])  # fmt: skip
+
+    def merged(q, k, v, scale):
+        def score_fn(q, k):
+            return attention_scores(q, k, score, scale)
+
+        parts = [local_module.local_window_part(q, k, v, local_valid, 3, 3, causal,
+                                                score_fn=score_fn),
+                 global_module.global_key_part(q, k, v, valid, g, causal, score_fn=score_fn)]
+        lse = keras.ops.logsumexp(keras.ops.stack([lse for _, lse in parts]), axis=0)
+        return local_module.merge_parts(parts), lse
+
+    return looped, merged
+
+
+# Steps of 6 queries: 2 steps; of 9: a padded last step.
+@pytest.mark.parametrize("causal, score, step_queries", [
+    (False, "scaled_dot", 6), (True, "cosine", 6), (True, "scaled_dot", 9)
+])  # fmt: skip
+def test_the_global_keys_in_the_window_loop_equal_the_merged_parts(causal, score, step_queries):
+    """The training path against the two parts merged: outputs, log-normalisers and every
+    gradient (q, k, v and the scale)."""
+    looped, merged = global_window_parts(causal, score, step_queries)
+    q, k, v, scale, weights = shared.window_inputs(score)
+    if score == "scaled_dot":
+        scale = None  # the default 1/sqrt(H)
+    args = (q, k, v, scale, weights, shared.tf_differentiate)
+    shared.assert_same_values_and_gradients(shared.window_part_gradients(looped, *args),
+                                            shared.window_part_gradients(merged, *args))
+
+
 def test_a_global_token_reaches_every_position_and_sees_every_position():
     layer = GlobalAttention(num_heads=2, key_dim=8, window=1, num_global=1)
     x = _x(1, 12, D)

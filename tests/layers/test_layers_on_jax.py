@@ -243,8 +243,8 @@ def _chunked():
 def _recomputed():
     """The blocked variants' recomputing loop (its gradient written out with
     ops.custom_gradient, which JAX runs through its own path) equals the dense blocks under
-    jax.jit: the local window part, grouped attention with keys in two parts, and sinkhorn's
-    sorted blocks."""
+    jax.jit: the local window part (alone, and with global keys), grouped attention with keys
+    in two parts, and sinkhorn's sorted blocks."""
     import jax
 
     from tests.layers import test_recomputed_attention as grouped
@@ -269,6 +269,10 @@ def _recomputed():
     args = (q, k, v, scale, weights, differentiate)
     local.assert_same_values_and_gradients(
         local.window_part_gradients(recomputed, *args), local.window_part_gradients(dense, *args)
+    )
+    looped, merged = global_attention.global_window_parts(True, "cosine", 6)  # global keys
+    local.assert_same_values_and_gradients(
+        local.window_part_gradients(looped, *args), local.window_part_gradients(merged, *args)
     )
     q, k, v, mask = grouped._inputs(5, 2)
     mask = tuple(np.logical_or(m, np.eye(3, m.shape[-1], dtype=bool)) for m in mask)

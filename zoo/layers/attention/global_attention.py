@@ -67,8 +67,10 @@ class GlobalAttention(BlockedAttention):
     - otherwise ``|i - j| <= window``, the sliding window of ``LocalAttention``.
 
     The window is computed by blocks of ``window`` positions (``3 window`` keys per query),
-    the global keys as a ``(T, G)`` and the global queries as a ``(G, S)`` product, so memory
-    and time are O(T (window + G)); no T x S tensor or mask is made. The global tokens are
+    each block's keys joined by the global keys in one softmax (with attention dropout in
+    training, or the additive score: a ``(T, G)`` product merged after), and the global queries
+    as a ``(G, S)`` product, so memory and time are O(T (window + G)); no T x S tensor or mask
+    is made. The global tokens are
     designated positions rather than extra learned tokens: with the ``MultiHeadAttention``
     signature the layer returns exactly T rows, so the output of an added token would be
     thrown away. To use a learned global token, prepend it to the sequence (for example a CLS
@@ -122,9 +124,14 @@ class GlobalAttention(BlockedAttention):
         # The window leaves the global keys to global_key_part, so each key is counted once.
         not_global = ops.arange(ops.shape(key_valid)[1], dtype="int32") >= g  # (T,)
         local_valid = ops.logical_and(key_valid, not_global[None])  # (B, T)
-        local = self._window_part(q, k, v, local_valid, self.window, block_size, causal, training)
-        global_keys = global_key_part(q, k, v, key_valid, g, causal, **attend)
-        out = merge_parts([local, global_keys])  # (B, T, N, Hv)
+        if self._recomputes(training):  # the global keys in the window's loop: one softmax
+            out, _ = self._window_part(q, k, v, local_valid, self.window, block_size, causal,
+                                       training, num_global=g, global_valid=key_valid[:, :g])
+        else:
+            local = self._window_part(q, k, v, local_valid, self.window, block_size, causal,
+                                      training)  # fmt: skip
+            global_keys = global_key_part(q, k, v, key_valid, g, causal, **attend)
+            out = merge_parts([local, global_keys])  # (B, T, N, Hv)
         if causal:
             # A global query then sees only the keys j <= i < G: already the merged row.
             return out

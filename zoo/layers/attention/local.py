@@ -159,7 +159,7 @@ def local_window_part(q, k, v, key_valid, window, block_size, causal, **attend_k
 
 
 def recomputed_window_part(q, k, v, key_valid, window, block_size, causal, score="scaled_dot",
-                           scale=None, step_queries=STEP_QUERIES):
+                           scale=None, step_queries=STEP_QUERIES, num_global=0, global_valid=None):
     """:func:`local_window_part` in O(T) training memory: a loop over steps of query blocks
     (:func:`~zoo.layers.attention.recomputed.looped_attention`), whose weights the backward
     pass recomputes instead of keeping them.
@@ -176,11 +176,17 @@ def recomputed_window_part(q, k, v, key_valid, window, block_size, causal, score
         score: ``"scaled_dot"``, ``"dot"`` or ``"cosine"``.
         scale: as :func:`~zoo.layers.attention.chunked_attention`'s.
         step_queries: queries per step (rounded down to whole blocks, at least one).
+        num_global, global_valid: ``G`` (an int) and a ``(B, G)`` boolean: every query also
+            attends the ``G`` first keys where True (and, under ``causal``, at or before it),
+            in the same softmax as its window: global attention's global keys, in the loop,
+            not a part merged after it. ``key_valid`` should then leave them out of the
+            windows, so that each key counts once.
 
     Returns:
         ``(out (B, T, N, Hv), lse (B, T, N))``, float32.
     """
     q, k, v = scaled_for_dot_products(q, k, v, score, scale)
+    global_k, global_v = k[:, :num_global], v[:, :num_global]  # (B, G, N, H)
     b, count = block_size, 2 if causal else 3
     g = blocks_per_step(b, None if q.shape[1] is None else -(-q.shape[1] // b), step_queries)
     length = ops.shape(q)[1]
@@ -192,16 +198,18 @@ def recomputed_window_part(q, k, v, key_valid, window, block_size, causal, score
     steps = ops.shape(q)[1] // (g * b)
     batch, n = ops.shape(q)[0], q.shape[2]
     pattern = ops.convert_to_tensor(local_window_pattern(b, window, causal))  # (b, K)
-    q, k, v = (ops.transpose(x, (0, 2, 1, 3)) for x in (q, k, v))  # head-major (B, N, T, H)
+    q, k, v, global_k, global_v = (
+        ops.transpose(x, (0, 2, 1, 3)) for x in (q, k, v, global_k, global_v)
+    )  # head-major (B, N, T, H)
 
     def neighbours(piece):  # (..., g + 2, b, ...) -> (..., g, count b, ...)
         return ops.concatenate([piece[:, :, j:j + g] for j in range(count)], axis=3)
 
-    def take_keys(x, s):  # (B, N, g, K, H): each query block's neighbour keys
+    def take_window(x, s):  # (B, N, g, K, H): each query block's neighbour keys
         piece = ops.slice(x, [0, 0, s * g * b, 0], [batch, n, (g + 2) * b, x.shape[3]])
         return neighbours(ops.reshape(piece, (batch, n, g + 2, b, x.shape[3])))
 
-    def add_keys(total, d, s, _):  # the transpose of take_keys: overlapping windows add up
+    def add_window(total, d, s):  # the transpose of take_window: overlapping windows add up
         h = d.shape[4]
         piece = 0.0
         for j, part in enumerate(ops.split(d, count, axis=3)):  # each (B, N, g, b, H)
@@ -210,14 +218,41 @@ def recomputed_window_part(q, k, v, key_valid, window, block_size, causal, score
         old = ops.slice(total, [0, 0, s * g * b, 0], [batch, n, (g + 2) * b, h])
         return ops.slice_update(total, [0, 0, s * g * b, 0], old + piece)
 
-    def mask_of(s):  # (B, 1, g, b, K)
+    def window_mask(s):  # (B, 1, g, b, K)
         valid = ops.slice(key_valid, [0, s * g * b], [batch, (g + 2) * b])
         valid = neighbours(ops.reshape(valid, (batch, 1, g + 2, b)))  # (B, 1, g, K)
         return ops.logical_and(pattern[None, None, None], valid[:, :, :, None, :])
 
-    out, lse = looped_attention(
-        q, k, v, steps, step_slices(batch, n, b, g), (take_keys, add_keys), mask_of
-    )
+    if not num_global:
+        keys, mask_of = (take_window, lambda total, d, s, _: add_window(total, d, s)), window_mask
+    else:  # the keys: (window, global), the G global keys after each block's window
+        k, v = (k, global_k), (v, global_v)
+
+        def take_keys(parts, s):
+            x, x_global = parts
+            shape = (batch, n, g, num_global, x.shape[3])
+            return ops.concatenate(
+                [take_window(x, s), ops.broadcast_to(x_global[:, :, None], shape)], axis=3)
+
+        def add_keys(totals, d, s, _):  # every block of the step adds to the global keys
+            (total, total_global), window_width = totals, count * b
+            d_window, d_global = d[:, :, :, :window_width], d[:, :, :, window_width:]
+            return add_window(total, d_window, s), total_global + ops.sum(d_global, axis=2)
+
+        keys = (take_keys, add_keys)
+        allowed = ops.cast(global_valid, "bool")[:, None, None, None, :]  # (B, 1, 1, 1, G)
+
+        def mask_of(s):  # (B, 1, g, b, K + G)
+            seen = allowed
+            if causal:  # the global key j <= the query's position
+                position = s * g * b + ops.reshape(ops.arange(g * b, dtype="int32"), (g, b))
+                seen = ops.logical_and(seen, position[None, None, :, :, None]
+                                       >= ops.arange(num_global, dtype="int32"))  # fmt: skip
+            window = window_mask(s)
+            return ops.concatenate(
+                [window, ops.broadcast_to(seen, ops.shape(window)[:4] + (num_global,))], axis=-1)
+
+    out, lse = looped_attention(q, k, v, steps, step_slices(batch, n, b, g), keys, mask_of)
     out = ops.transpose(out, (0, 2, 1, 3))[:, :length]  # (B, T, N, Hv)
     return out, ops.transpose(lse, (0, 2, 1))[:, :length]
 
@@ -271,14 +306,21 @@ class BlockedAttention(MultiHeadAttention):
             "seed": self.seed_generator,
         }
 
-    def _window_part(self, q, k, v, key_valid, window, block_size, causal, training):
-        """The sliding-window part, in O(T) training memory (:func:`recomputed_window_part`)
-        unless its weights are dropped out or scored additively, which need them whole."""
-        if self.score == "additive" or (self.dropout and training):
+    def _recomputes(self, training):
+        """Whether the window's weights are recomputed (:func:`recomputed_window_part`):
+        unless they are dropped out or scored additively, which need them whole."""
+        return not (self.score == "additive" or (self.dropout and training))
+
+    def _window_part(self, q, k, v, key_valid, window, block_size, causal, training,
+                     num_global=0, global_valid=None):
+        """The sliding-window part, in O(T) training memory where :meth:`_recomputes`; with
+        ``num_global``, the global keys in its loop (see :func:`recomputed_window_part`)."""
+        if not self._recomputes(training):
             return local_window_part(q, k, v, key_valid, window, block_size, causal,
                                      **self._attend_kwargs(training))  # fmt: skip
         return recomputed_window_part(q, k, v, key_valid, window, block_size, causal,
-                                      score=self.score, scale=self._score_scale())  # fmt: skip
+                                      score=self.score, scale=self._score_scale(),
+                                      num_global=num_global, global_valid=global_valid)
 
     def _attend_with_masks(self, q, k, v, masks, return_weights, training):
         name = type(self).__name__
