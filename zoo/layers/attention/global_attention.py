@@ -70,11 +70,10 @@ class GlobalAttention(BlockedAttention):
     each block's keys joined by the global keys in one softmax (with attention dropout in
     training, or the additive score: a ``(T, G)`` product merged after), and the global queries
     as a ``(G, S)`` product, so memory and time are O(T (window + G)); no T x S tensor or mask
-    is made. The global tokens are
-    designated positions rather than extra learned tokens: with the ``MultiHeadAttention``
-    signature the layer returns exactly T rows, so the output of an added token would be
-    thrown away. To use a learned global token, prepend it to the sequence (for example a CLS
-    embedding) and set ``num_global=1``.
+    is made. The global tokens are designated positions rather than extra learned tokens:
+    with the ``MultiHeadAttention`` signature the layer returns exactly T rows, so the output
+    of an added token would be thrown away. To use a learned global token, prepend it to the
+    sequence (for example a CLS embedding) and set ``num_global=1``.
 
     Masks: a ``(B, S)`` padding mask (or a Keras implicit mask) is supported; a padded
     global position is neither seen nor a source. ``use_causal_mask`` keeps ``j <= i``
@@ -121,7 +120,8 @@ class GlobalAttention(BlockedAttention):
     def _attend_blocked(self, q, k, v, key_valid, causal, block_size, training):
         attend = self._attend_kwargs(training)
         g = self.num_global
-        # The window leaves the global keys to global_key_part, so each key is counted once.
+        # The windows leave the global keys out (they are attended on their own: in the loop,
+        # or by global_key_part), so that each key is counted once.
         not_global = ops.arange(ops.shape(key_valid)[1], dtype="int32") >= g  # (T,)
         local_valid = ops.logical_and(key_valid, not_global[None])  # (B, T)
         if self._recomputes(training):  # the global keys in the window's loop: one softmax
