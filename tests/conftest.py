@@ -39,8 +39,7 @@ _keras_fit = keras.Model.fit
 
 
 def _fit_with_the_optimizer_built(model, *args, **kwargs):
-    if (os.environ.get("ZOO_TEST_LAZY_OPTIMIZER") != "1"
-            and model._distribute_strategy is None and model.built
+    if (model._distribute_strategy is None and model.built
             and model.optimizer is not None and not model.optimizer.built):
         model.optimizer.build(model.trainable_variables)
     return _keras_fit(model, *args, **kwargs)

@@ -209,7 +209,7 @@ def recomputed_window_part(q, k, v, key_valid, window, block_size, causal, score
         piece = ops.slice(x, [0, 0, s * g * b, 0], [batch, n, (g + 2) * b, x.shape[3]])
         return neighbours(ops.reshape(piece, (batch, n, g + 2, b, x.shape[3])))
 
-    def add_window(total, d, s):  # the transpose of take_window: overlapping windows add up
+    def add_window(total, d, s, _=None):  # the transpose of take_window: windows overlap
         h = d.shape[4]
         piece = 0.0
         for j, part in enumerate(ops.split(d, count, axis=3)):  # each (B, N, g, b, H)
@@ -224,7 +224,7 @@ def recomputed_window_part(q, k, v, key_valid, window, block_size, causal, score
         return ops.logical_and(pattern[None, None, None], valid[:, :, :, None, :])
 
     if not num_global:
-        keys, mask_of = (take_window, lambda total, d, s, _: add_window(total, d, s)), window_mask
+        keys, mask_of = (take_window, add_window), window_mask
     else:  # the keys: (window, global), the G global keys after each block's window
         k, v = (k, global_k), (v, global_v)
 
