@@ -11,6 +11,7 @@ Every error a user can cause ends in one line on stderr that names the problem, 
 
 import argparse
 import json
+import math
 import os
 import sys
 import zipfile
@@ -42,6 +43,8 @@ def _number(kind, minimum, text):
         value = kind(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):  # nan passes every comparison below, and inf is no setting
+        raise argparse.ArgumentTypeError(f"{text} is not a finite number")
     if value < minimum:
         raise argparse.ArgumentTypeError(f"{text} is less than {minimum}")
     return value
@@ -98,6 +101,8 @@ ACCUMULATE = flag("--gradient-accumulation-steps", type=positive_int, metavar="N
                   "--batch-tokens; default 1)")
 MAX_LENGTH = flag("--max-length", type=positive_int, help="the longest sequence, in tokens")
 BEAM_SIZE = flag("--beam-size", type=positive_int, help="beams of --method beam")
+ALPHA = flag("--alpha", type=non_negative_float,
+             help="the length penalty of beam search, GNMT's exponent (default 0.6)")
 VOCAB_SIZE = flag("--vocab-size", type=positive_int, help="SentencePiece pieces")
 ITERATIONS = flag("--iterations", type=positive_int,
                   help="Mask-Predict iterations (default 4, 1 for a copy model; 1: one pass)")
@@ -177,12 +182,14 @@ TASKS = {
         "evaluate": (
             flag("--method", choices=("beam", "greedy"), help="search (default beam)"),
             flag("--beam-size", type=positive_int, help="beams (default 5)"),
+            ALPHA,
         ),
         "predict_flags": (
             flag("--method", choices=("beam", "greedy", "sample"), help="search (default beam)"),
             flag("--beam-size", type=positive_int, help="beams (default 4)"),
+            ALPHA,
         ),
-        "export": (SERVING_VERSION,),
+        "export": (SERVING_VERSION, ALPHA),
     },
     "tagger": {
         "help": "the UPOS tagger (UD English-EWT)",

@@ -183,6 +183,12 @@ def test_version():
          ["--cross-attention-layers", "translator only"]),
         (["train", "translator", "--time-limit", "soon", "--workdir", "w"],
          ["--time-limit", "soon"]),
+        (["train", "translator", "--dropout", "nan", "--workdir", "w"],
+         ["--dropout", "nan is not a finite number"]),
+        (["train", "nat", "--learning-rate", "inf", "--workdir", "w"],
+         ["--learning-rate", "inf is not a finite number"]),
+        (["translate", "--workdir", "w", "--alpha", "-1"], ["--alpha", "less than 0"]),
+        (["evaluate", "nat", "--alpha", "1", "--workdir", "w"], ["--alpha", "translator only"]),
         (["train", "gpt", "--workdir", "w"], ["gpt"]),
         (["train", "translator"], ["--workdir"]),
         (["fly"], ["fly"]),
@@ -321,3 +327,16 @@ def test_every_evaluate_and_predict_flag_is_an_option_of_its_task():
             dests = {parser.add_argument(*names, **options).dest for names, options in row[key]}
             parameters = inspect.signature(getattr(TASKS[name], hook)).parameters
             assert dests <= set(parameters), (name, key, dests - set(parameters))
+
+
+def test_export_translator_alpha_reaches_the_export():
+    """`zoo export translator --alpha A` passes A (a task option) to export_translator, which
+    bakes it into the beam search of the SavedModel."""
+    import inspect
+
+    from zoo.export import export_translator
+
+    argv = ["export", "translator", "--workdir", "w", "--output", "o", "--alpha", "1"]
+    args = zoo_cli.build_parser().parse_args(argv)
+    assert args.alpha == 1.0 and "alpha" in args.task_options
+    assert "alpha" in inspect.signature(export_translator).parameters

@@ -277,6 +277,7 @@ def test_other_scripts_and_emoji_pass_through_the_tokenizer(export_dir, served):
         ({"max_input_length": 0}, "positive int"),
         ({"default_beam_size": 0}, "positive int"),
         ({"default_beam_size": MAX_BEAM_SIZE + 1}, "at most"),
+        ({"alpha": float("nan")}, "alpha must be a finite number"),
     ],
 )
 def test_bad_settings_are_refused_before_writing(model, tokenizer, tmp_path, kwargs, match):

@@ -165,3 +165,30 @@ def test_get_task_and_presets():
     with pytest.raises(ValueError, match="Unknown translator preset 'huge'"):
         get_task("translator").get_config("huge")
     assert get_task("translator").get_config("tiny", epochs=3).epochs == 3
+
+
+def test_the_translator_hands_its_length_penalty_to_beam_search_only(monkeypatch):
+    """`zoo translate|evaluate translator --alpha A`: the task's hooks give A to beam search
+    (whose scores test_beam.py checks), leave the search's default when it is not given, and
+    refuse it for a search that has no length penalty."""
+    import zoo.tasks.translation as translation
+
+    calls = []
+    monkeypatch.setattr(translation, "translate", lambda *args, **kwargs: calls.append(kwargs))
+    monkeypatch.setattr(
+        translation, "evaluate_translator",
+        lambda *args, **kwargs: calls.append(kwargs) or {"bleu": 0.0, "bleu_signature": "",
+                                                         "bleu_lowercase": 0.0},
+    )  # fmt: skip
+    monkeypatch.setattr(translation, "bleu_line", lambda *args: "")
+    task = get_task("translator")
+    task.predict(None, None, ["A dog."], alpha=1.5)
+    task.evaluate(None, None, "val", "out", alpha=0.0)
+    task.predict(None, None, ["A dog."])
+    assert [call.get("alpha") for call in calls] == [1.5, 0.0, None]
+    assert all(call["method"] == "beam" for call in calls)
+    for method in ("greedy", "sample"):
+        with pytest.raises(ValueError, match=f"beam search only, not to method='{method}'"):
+            task.predict(None, None, ["A dog."], method=method, alpha=1.0)
+    with pytest.raises(ValueError, match="beam search only"):
+        task.evaluate(None, None, "val", "out", method="greedy", alpha=1.0)

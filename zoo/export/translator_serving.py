@@ -74,6 +74,9 @@ References:
     2018, "SentencePiece" (the tokenizer).
 """
 
+import math
+import numbers
+
 import tensorflow as tf
 
 from zoo.artifacts import SERVING_VERSION
@@ -146,6 +149,8 @@ class TranslatorServing(TextServing):
             raise ValueError(f"default_beam_size must be at most {MAX_BEAM_SIZE}.")
 
         self.default_beam_size = default_beam_size
+        if not (isinstance(alpha, numbers.Real) and math.isfinite(alpha)):
+            raise ValueError(f"alpha must be a finite number, got {alpha!r}.")
         self.alpha = float(alpha)
 
     # ------------------------------------------------------------------ signatures

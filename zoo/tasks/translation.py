@@ -149,17 +149,34 @@ class TranslationTask(Task):
         ]
 
     def evaluate(self, model, vocabulary, split, output_dir, verbose=False, method="beam",
-                 beam_size=5):
+                 beam_size=5, alpha=None):
         scores = evaluate_translator(
             model, vocabulary, split, output_dir, method=method, beam_size=beam_size,
-            verbose=verbose,
+            verbose=verbose, **_length_penalty(method, alpha),
         )
         return [bleu_line(split, scores, output_dir)]
 
-    def predict(self, model, vocabulary, lines, verbose=False, method="beam", beam_size=4):
+    def predict(self, model, vocabulary, lines, verbose=False, method="beam", beam_size=4,
+                alpha=None):
         return translate(
-            model, vocabulary, lines, method=method, beam_size=beam_size, verbose=verbose
+            model, vocabulary, lines, method=method, beam_size=beam_size, verbose=verbose,
+            **_length_penalty(method, alpha),
         )
 
     def export(self, model, vocabulary, output_dir, verbose=False, **options):
         return export_translator(model, vocabulary, output_dir, verbose=verbose, **options)
+
+
+def _length_penalty(method, alpha):
+    """The search option of a length penalty ``alpha`` (None: the search's default, 0.6).
+
+    Only beam search ranks hypotheses of different lengths; an ``alpha`` given to another
+    search is refused rather than ignored.
+    """
+    if alpha is None:
+        return {}
+    if method != "beam":
+        raise ValueError(f"alpha (the length penalty) applies to beam search only, not to "
+                         f"method={method!r}")
+    return {"alpha": alpha}
+
