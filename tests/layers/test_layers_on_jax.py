@@ -511,6 +511,21 @@ def _nat():
     np.testing.assert_array_equal(np.asarray(tokens), np.asarray(widest(source)[0]))
 
 
+def _dropout():
+    """The hashed dropout mask on JAX equals the Python-integer reference, under jit."""
+    import jax
+
+    from tests.layers.test_dropout import bits_reference
+    from zoo.layers import Dropout
+    from zoo.layers.dropout import dropout_bits
+
+    seed = np.array([5, 2**31 + 3], "uint32")  # a JAX SeedGenerator's state is uint32
+    bits = jax.jit(lambda s: dropout_bits((3, 5, 7), s))(seed)
+    np.testing.assert_array_equal(np.asarray(bits), bits_reference(105, seed).reshape(3, 5, 7))
+    out = np.asarray(Dropout(0.25, seed=1)(np.ones((64, 64), "float32"), training=True))
+    assert 0.7 < (out > 0).mean() < 0.8 and set(np.unique(out)) == {0.0, np.float32(1 / 0.75)}
+
+
 def _scheduled_sampling():
     import jax
 
@@ -573,6 +588,7 @@ PARTS = {
     "crf": _crf,
     "blocks": _blocks,
     "nat": _nat,
+    "dropout": _dropout,
     "scheduled_sampling": _scheduled_sampling,
     "layer_mix": _layer_mix,
 }

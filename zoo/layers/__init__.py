@@ -4,6 +4,7 @@ from zoo.layers import masking
 from zoo.layers.attention import *  # noqa: F401,F403
 from zoo.layers.blocks import *  # noqa: F401,F403  (each package lists its public names in __all__)
 from zoo.layers.position import *  # noqa: F401,F403
+from zoo.layers.dropout import Dropout  # and zoo.layers.dropout.dropout, the function
 from zoo.layers.embedding import TokenAndPositionEmbedding
 from zoo.layers.crf import *  # noqa: F401,F403
 from zoo.layers.character_embedding import CharacterEmbedding

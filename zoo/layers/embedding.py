@@ -6,6 +6,7 @@ import numbers
 import keras
 from keras import ops
 
+from zoo.layers.dropout import Dropout
 from zoo.layers.position.learned import LearnedPositionEmbedding
 from zoo.layers.position.sinusoidal import SinusoidalPositionEncoding
 
@@ -116,7 +117,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             )
         else:
             self.position_embedding = None
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy, name="dropout")
 
     def build(self, input_shape=None):
         self.token_embedding.build()

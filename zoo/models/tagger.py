@@ -12,7 +12,13 @@ from dataclasses import dataclass, replace
 
 import keras
 
-from zoo.layers import CRF, CharacterEmbedding, TokenAndPositionEmbedding, TransformerEncoderBlock
+from zoo.layers import (
+    CRF,
+    CharacterEmbedding,
+    Dropout,
+    TokenAndPositionEmbedding,
+    TransformerEncoderBlock,
+)
 from zoo.models.presets import from_presets
 
 __all__ = [
@@ -268,7 +274,7 @@ def build_tagger(config):
     )(chars)  # (B, T, D), masked where a word has no characters
     # Merging keeps a mask only when every input has one; the two agree on padding words.
     x = keras.layers.Add(name="word_and_char")([x, c])  # (B, T, D)
-    x = keras.layers.Dropout(config.dropout, name="embedding_dropout")(x)
+    x = Dropout(config.dropout, name="embedding_dropout")(x)
     if config.position == "relative":
         attention = "relative"
         attention_kwargs = {"max_relative_position": config.max_relative_position}

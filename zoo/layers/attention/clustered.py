@@ -9,6 +9,7 @@ from zoo.layers.attention.local import pad_to_multiple
 from zoo.layers.attention.multi_head import MultiHeadAttention
 from zoo.layers.attention.recomputed import grouped_attention
 from zoo.layers.attention.registry import register_attention
+from zoo.layers.dropout import dropout
 from zoo.layers.masking import mask_value
 
 
@@ -272,7 +273,7 @@ class ClusteredAttention(SelfAttentionOnly, MultiHeadAttention):
         scores = ops.where(allowed, ops.cast(scores, "float32") * scale, mask_value("float32"))
         scores = ops.concatenate([scores, ops.cast(own_scores, "float32") * scale], axis=-1)
         weights = ops.softmax(scores, axis=-1)  # (B, N, C', w, w + 1)
-        weights = keras.random.dropout(weights, self.dropout, seed=self.seed_generator)
+        weights = dropout(weights, self.dropout, seed=self.seed_generator)
         weights = ops.cast(weights, v.dtype)
         out = ops.einsum("bncqk,bnckh->bncqh", weights[..., :w], chunks(v, k_order))
         out = out + weights[..., w:] * chunks(v, q_order)  # (B, N, C', w, Hv)

@@ -25,6 +25,7 @@ from zoo.layers.attention.recomputed import (
     step_slices,
 )
 from zoo.layers.attention.scaled_dot_product import attention_scores
+from zoo.layers.dropout import dropout as random_dropout  # `dropout` is an argument here
 from zoo.layers.masking import mask_value
 
 
@@ -63,7 +64,7 @@ def softmax_part(q, k, v, mask, score_fn, dropout=0.0, training=None, seed=None)
     lse = ops.logsumexp(scores, axis=-1, keepdims=True)  # (B', N, T', 1)
     weights = ops.exp(scores - lse)
     if dropout and training:
-        weights = keras.random.dropout(weights, dropout, seed=seed)
+        weights = random_dropout(weights, dropout, seed=seed)
     out = ops.einsum("bnts,bsnh->btnh", ops.cast(weights, v.dtype), v)  # (B', T', N, Hv)
     return ops.cast(out, "float32"), ops.transpose(lse[..., 0], (0, 2, 1))
 

@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from zoo.layers.dropout import dropout as random_dropout  # `dropout` is an argument here
 from zoo.layers.masking import mask_value
 
 SCORE_FUNCTIONS = ("scaled_dot", "dot", "cosine", "additive")
@@ -124,7 +125,7 @@ def scaled_dot_product_attention(
     weights = ops.cast(ops.softmax(scores, axis=-1), v.dtype)
     attended = weights
     if dropout and training:
-        attended = keras.random.dropout(weights, dropout, seed=seed)
+        attended = random_dropout(weights, dropout, seed=seed)
     out = ops.einsum("bnts,bsnh->btnh", attended, v)  # (B, T, N, Hv)
     if single_head:
         out = ops.squeeze(out, 2)

@@ -19,6 +19,7 @@ from zoo.layers.attention.recomputed import (
     step_slices,
 )
 from zoo.layers.attention.registry import register_attention
+from zoo.layers.dropout import dropout
 from zoo.layers.masking import mask_value
 
 
@@ -317,7 +318,7 @@ class SinkhornAttention(SelfAttentionOnly, MultiHeadAttention):
             allowed = ops.concatenate([ops.broadcast_to(m, shape) for m in allowed], axis=-1)
             scores = ops.where(allowed, scores, mask_value("float32"))
             weights = ops.softmax(scores, axis=-1)  # (B, N, n, b, 2b)
-            weights = keras.random.dropout(weights, self.dropout, seed=self.seed_generator)
+            weights = dropout(weights, self.dropout, seed=self.seed_generator)
             weights = ops.cast(weights, v.dtype)
             out = ops.einsum("bnipr,bnirh->bniph", weights[..., :b], v_sorted)
             out = out + ops.einsum("bnipr,bnirh->bniph", weights[..., b:], v)  # (B,N,n,b,Hv)

@@ -8,6 +8,7 @@ import keras
 
 from zoo.layers.attention.registry import get_attention
 from zoo.layers.blocks.feed_forward import FeedForward
+from zoo.layers.dropout import Dropout
 from zoo.layers.masking import implicit_mask
 
 # Arguments that a block gives its attention layers itself; `attention_kwargs` may not set them.
@@ -100,7 +101,7 @@ class _TransformerBlock(keras.layers.Layer):
         )
 
     def _dropout(self, name):
-        return keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name=name)
+        return Dropout(self.dropout, dtype=self.dtype_policy, name=name)
 
     def _make_attention(self, attention_cls, attention_kwargs, model_dim, fused_qkv, name):
         key_dim = self.key_dim

@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from zoo.layers.dropout import Dropout
+
 # The plain activations: FFN(x) = act(x W1 + b1) W2 + b2.
 _PLAIN = ("relu", "gelu")
 # The gated variants of Shazeer 2020: FFN(x) = (gate(x W + b) * (x V + c)) W2 + b2.
@@ -89,7 +91,7 @@ class FeedForward(keras.layers.Layer):
         self.gated = activation in _GATED
 
         self.inner_dense = self._dense(2 * hidden_dim if self.gated else hidden_dim, "inner")
-        self.inner_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.inner_dropout = Dropout(dropout, dtype=self.dtype_policy, name="dropout")
         self.output_dense = None  # made in build(), once the input size is known
 
     def _dense(self, units, name):

@@ -7,6 +7,7 @@ from keras import ops
 
 from zoo.layers.attention.multi_head import MultiHeadAttention
 from zoo.layers.attention.registry import register_attention
+from zoo.layers.dropout import dropout
 from zoo.layers.masking import mask_value
 
 
@@ -109,7 +110,7 @@ class RelativePositionAttention(MultiHeadAttention):
         weights = ops.cast(ops.softmax(scores, axis=-1), v.dtype)  # (B, N, T, S)
         attended = weights
         if self.dropout and training:
-            attended = keras.random.dropout(weights, self.dropout, seed=self.seed_generator)
+            attended = dropout(weights, self.dropout, seed=self.seed_generator)
         out = ops.einsum("bnts,bsnh->btnh", attended, v)  # (B, T, N, Hv)
         out = out + ops.einsum("bnts,tsh->btnh", attended, a_value)
         return (out, weights) if return_weights else out
