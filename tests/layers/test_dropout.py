@@ -129,3 +129,12 @@ def test_a_block_trains_with_it_and_loads_a_keras_dropout_models_weights():
     for layer in (ours, theirs):
         layer.build((2, 3))
     assert [w.shape for w in ours.weights] == [w.shape for w in theirs.weights]
+
+
+def test_the_docstring_examples():
+    import doctest
+
+    import zoo.layers.dropout as dropout_module
+
+    result = doctest.testmod(dropout_module)
+    assert result.attempted > 0 and result.failed == 0
