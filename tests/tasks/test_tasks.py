@@ -192,3 +192,31 @@ def test_the_translator_hands_its_length_penalty_to_beam_search_only(monkeypatch
             task.predict(None, None, ["A dog."], method=method, alpha=1.0)
     with pytest.raises(ValueError, match="beam search only"):
         task.evaluate(None, None, "val", "out", method="greedy", alpha=1.0)
+
+
+def test_the_translator_hands_its_beam_size_to_beam_search_only(monkeypatch):
+    """`--beam-size N` reaches beam search (default 4 to translate, 5 to evaluate), and is
+    refused, not ignored, with `--method greedy` or `sample`."""
+    import zoo.tasks.translation as translation
+
+    calls = []
+    monkeypatch.setattr(translation, "translate", lambda *args, **kwargs: calls.append(kwargs))
+    monkeypatch.setattr(
+        translation, "evaluate_translator",
+        lambda *args, **kwargs: calls.append(kwargs) or {"bleu": 0.0, "bleu_signature": "",
+                                                         "bleu_lowercase": 0.0},
+    )  # fmt: skip
+    monkeypatch.setattr(translation, "bleu_line", lambda *args: "")
+    task = get_task("translator")
+    task.predict(None, None, ["A dog."])
+    task.evaluate(None, None, "val", "out")
+    task.predict(None, None, ["A dog."], beam_size=8)
+    task.evaluate(None, None, "val", "out", beam_size=2)
+    task.predict(None, None, ["A dog."], method="greedy")
+    assert [call.get("beam_size") for call in calls] == [4, 5, 8, 2, None]
+    for method in ("greedy", "sample"):
+        with pytest.raises(ValueError, match=f"beam_size .* beam search only, not to "
+                                             f"method='{method}'"):
+            task.predict(None, None, ["A dog."], method=method, beam_size=4)
+    with pytest.raises(ValueError, match="beam search only"):
+        task.evaluate(None, None, "val", "out", method="greedy", beam_size=5)

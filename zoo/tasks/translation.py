@@ -149,34 +149,39 @@ class TranslationTask(Task):
         ]
 
     def evaluate(self, model, vocabulary, split, output_dir, verbose=False, method="beam",
-                 beam_size=5, alpha=None):
+                 beam_size=None, alpha=None):
         scores = evaluate_translator(
-            model, vocabulary, split, output_dir, method=method, beam_size=beam_size,
-            verbose=verbose, **_length_penalty(method, alpha),
+            model, vocabulary, split, output_dir, method=method, verbose=verbose,
+            **_beam_options(method, beam_size, alpha, default_beam_size=5),
         )
         return [bleu_line(split, scores, output_dir)]
 
-    def predict(self, model, vocabulary, lines, verbose=False, method="beam", beam_size=4,
+    def predict(self, model, vocabulary, lines, verbose=False, method="beam", beam_size=None,
                 alpha=None):
         return translate(
-            model, vocabulary, lines, method=method, beam_size=beam_size, verbose=verbose,
-            **_length_penalty(method, alpha),
+            model, vocabulary, lines, method=method, verbose=verbose,
+            **_beam_options(method, beam_size, alpha, default_beam_size=4),
         )
 
     def export(self, model, vocabulary, output_dir, verbose=False, **options):
         return export_translator(model, vocabulary, output_dir, verbose=verbose, **options)
 
 
-def _length_penalty(method, alpha):
-    """The search option of a length penalty ``alpha`` (None: the search's default, 0.6).
+def _beam_options(method, beam_size, alpha, default_beam_size):
+    """The options of beam search: ``beam_size`` (None: ``default_beam_size``) and the length
+    penalty ``alpha`` (None: the search's default, 0.6).
 
-    Only beam search ranks hypotheses of different lengths; an ``alpha`` given to another
-    search is refused rather than ignored.
+    Only beam search has beams and ranks hypotheses of different lengths; either option given
+    to another search is refused rather than ignored.
     """
-    if alpha is None:
-        return {}
     if method != "beam":
-        raise ValueError(f"alpha (the length penalty) applies to beam search only, not to "
-                         f"method={method!r}")
-    return {"alpha": alpha}
-
+        for name, what, value in (("beam_size", "the number of beams", beam_size),
+                                  ("alpha", "the length penalty", alpha)):
+            if value is not None:
+                raise ValueError(f"{name} ({what}) applies to beam search only, not to "
+                                 f"method={method!r}")
+        return {}
+    options = {"beam_size": default_beam_size if beam_size is None else beam_size}
+    if alpha is not None:
+        options["alpha"] = alpha
+    return options
