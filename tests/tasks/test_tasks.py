@@ -167,10 +167,9 @@ def test_get_task_and_presets():
     assert get_task("translator").get_config("tiny", epochs=3).epochs == 3
 
 
-def test_the_translator_hands_its_length_penalty_to_beam_search_only(monkeypatch):
-    """`zoo translate|evaluate translator --alpha A`: the task's hooks give A to beam search
-    (whose scores test_beam.py checks), leave the search's default when it is not given, and
-    refuse it for a search that has no length penalty."""
+@pytest.fixture
+def search_calls(monkeypatch):
+    """The keyword arguments of every search the translator task starts (none runs)."""
     import zoo.tasks.translation as translation
 
     calls = []
@@ -181,12 +180,19 @@ def test_the_translator_hands_its_length_penalty_to_beam_search_only(monkeypatch
                                                          "bleu_lowercase": 0.0},
     )  # fmt: skip
     monkeypatch.setattr(translation, "bleu_line", lambda *args: "")
+    return calls
+
+
+def test_the_translator_hands_its_length_penalty_to_beam_search_only(search_calls):
+    """`zoo translate|evaluate translator --alpha A`: the task's hooks give A to beam search
+    (whose scores test_beam.py checks), leave the search's default when it is not given, and
+    refuse it for a search that has no length penalty."""
     task = get_task("translator")
     task.predict(None, None, ["A dog."], alpha=1.5)
     task.evaluate(None, None, "val", "out", alpha=0.0)
     task.predict(None, None, ["A dog."])
-    assert [call.get("alpha") for call in calls] == [1.5, 0.0, None]
-    assert all(call["method"] == "beam" for call in calls)
+    assert [call.get("alpha") for call in search_calls] == [1.5, 0.0, None]
+    assert all(call["method"] == "beam" for call in search_calls)
     for method in ("greedy", "sample"):
         with pytest.raises(ValueError, match=f"beam search only, not to method='{method}'"):
             task.predict(None, None, ["A dog."], method=method, alpha=1.0)
@@ -194,26 +200,16 @@ def test_the_translator_hands_its_length_penalty_to_beam_search_only(monkeypatch
         task.evaluate(None, None, "val", "out", method="greedy", alpha=1.0)
 
 
-def test_the_translator_hands_its_beam_size_to_beam_search_only(monkeypatch):
+def test_the_translator_hands_its_beam_size_to_beam_search_only(search_calls):
     """`--beam-size N` reaches beam search (default 4 to translate, 5 to evaluate), and is
     refused, not ignored, with `--method greedy` or `sample`."""
-    import zoo.tasks.translation as translation
-
-    calls = []
-    monkeypatch.setattr(translation, "translate", lambda *args, **kwargs: calls.append(kwargs))
-    monkeypatch.setattr(
-        translation, "evaluate_translator",
-        lambda *args, **kwargs: calls.append(kwargs) or {"bleu": 0.0, "bleu_signature": "",
-                                                         "bleu_lowercase": 0.0},
-    )  # fmt: skip
-    monkeypatch.setattr(translation, "bleu_line", lambda *args: "")
     task = get_task("translator")
     task.predict(None, None, ["A dog."])
     task.evaluate(None, None, "val", "out")
     task.predict(None, None, ["A dog."], beam_size=8)
     task.evaluate(None, None, "val", "out", beam_size=2)
     task.predict(None, None, ["A dog."], method="greedy")
-    assert [call.get("beam_size") for call in calls] == [4, 5, 8, 2, None]
+    assert [call.get("beam_size") for call in search_calls] == [4, 5, 8, 2, None]
     for method in ("greedy", "sample"):
         with pytest.raises(ValueError, match=f"beam_size .* beam search only, not to "
                                              f"method='{method}'"):
