@@ -285,6 +285,10 @@ def build_parser():
         sub.add_argument("--time-limit", type=minutes, help="stop after this many minutes")
         sub.add_argument("--keep-checkpoints", type=positive_int, default=5,
                          help="keep the weights of this many last epochs, for zoo average")
+        sub.add_argument("--init-from", metavar="DIR",
+                         help="start a new run from the weights of the trained model in DIR "
+                         "(any task, the same vocabulary), layer by layer where names and "
+                         "shapes match; a resumed run starts from its backup")
         sub.add_argument("--backup-every", type=positive_int, default=BACKUP_EVERY, metavar="N",
                          help="back up the training state every N steps too (a killed run "
                          f"resumes there; default {BACKUP_EVERY})")
@@ -405,9 +409,11 @@ def _check_model_folder(args):
     elif args.command in PREDICT_HELP:
         folder, expected = args.workdir, sorted(args.predict_options)
         other = "{folder} holds a {task}: use `zoo {verb}`, not `zoo " + args.command + "`"
+    elif args.command == "train" and args.init_from:
+        folder, expected, other = args.init_from, list(TASKS), ""  # a model of any task
     else:
         return
-    where = f"zoo {args.command}: error:"
+    where = f"zoo {args.command}: error:" + (" --init-from" if args.command == "train" else "")
     if not os.path.isdir(folder):
         raise _usage_error(f"{where} {folder}: no such folder")
     path = os.path.join(folder, MODEL_FILE)

@@ -189,6 +189,8 @@ def test_version():
          ["--learning-rate", "inf is not a finite number"]),
         (["translate", "--workdir", "w", "--alpha", "-1"], ["--alpha", "less than 0"]),
         (["evaluate", "nat", "--alpha", "1", "--workdir", "w"], ["--alpha", "translator only"]),
+        (["train", "nat", "--init-from", "nowhere", "--workdir", "w"],
+         ["--init-from", "nowhere", "no such folder"]),
         (["train", "gpt", "--workdir", "w"], ["gpt"]),
         (["train", "translator"], ["--workdir"]),
         (["fly"], ["fly"]),

@@ -68,6 +68,7 @@ def cmd_train(args):
         verbose="auto" if sys.stdout.isatty() else 2,
         keep_checkpoints=args.keep_checkpoints,
         backup_every=args.backup_every,
+        init_from=args.init_from,
         **task_options,
     )
     print(f"model saved to {os.path.join(args.workdir, MODEL_FILE)}")

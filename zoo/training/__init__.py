@@ -1,5 +1,6 @@
 """zoo.training: losses, schedules, the optimizer, the distribution strategy, callbacks, train(),
-and distill(), a teacher's translations for a student to train on."""
+distill(), a teacher's translations for a student to train on, and warm_start(), a run started
+from another model's weights."""
 
 from zoo.training.callbacks import TimeLimit
 from zoo.training.distillation import distill, read_distilled
@@ -8,6 +9,7 @@ from zoo.training.optimizer import make_optimizer
 from zoo.training.schedules import InverseSquareRootSchedule
 from zoo.training.strategy import STRATEGIES, get_strategy
 from zoo.training.train import train
+from zoo.training.warm_start import warm_start
 
 __all__ = [
     "InverseSquareRootSchedule",
@@ -19,4 +21,5 @@ __all__ = [
     "make_optimizer",
     "read_distilled",
     "train",
+    "warm_start",
 ]

@@ -12,6 +12,7 @@ import inspect
 import json
 import os
 import shutil
+import sys
 import warnings
 
 import keras
@@ -44,6 +45,7 @@ from zoo.training.strategy import (
     wait_for_file,
     worker_dir,
 )
+from zoo.training.warm_start import warm_start
 
 __all__ = ["check_config", "standard_callbacks", "train", "training_dtype_policy"]
 
@@ -151,6 +153,7 @@ def train(
     verbose="auto",
     keep_checkpoints=5,
     backup_every=BACKUP_EVERY,
+    init_from=None,
     **task_options,
 ):
     """Train the model of ``task`` with Keras ``fit``; resumable after a crash.
@@ -187,6 +190,10 @@ def train(
             (:class:`~zoo.training.callbacks.ResumableBackup`).
         keep_checkpoints: the weights of this many last epochs stay in ``epochs/``, for
             checkpoint averaging (``zoo average``).
+        init_from: a folder of a trained model (any task) with the same vocabulary: a new
+            run starts from its weights, layer by layer where names and shapes match
+            (:func:`zoo.training.warm_start.warm_start`). A resumed run starts from its
+            backup instead.
         **task_options: the task's own options (the translator's ``bleu_sample_size``).
 
     Returns:
@@ -210,6 +217,7 @@ def train(
     distribution = get_strategy(strategy)  # before other TensorFlow work (multi_worker needs it)
     chief = is_chief(distribution)
     os.makedirs(workdir, exist_ok=True)  # after the data, which may be missing
+    vocabulary_dir = workdir
     if chief:
         vocabulary = task.prepare_vocabulary(config, workdir, train_data, verbose=bool(verbose))
     else:  # the chief makes it; every worker must train on the same one
@@ -232,6 +240,12 @@ def train(
         warnings.filterwarnings("ignore", message="Your input ran out of data")
         with distribution.scope():
             model = task.compile_model(task.build_model(config), config, jit_compile)
+        if init_from and not os.path.exists(os.path.join(workdir, BACKUP_DIR)):
+            copied, kept = warm_start(model, init_from, task.vocabulary_file, vocabulary_dir)
+            if verbose:
+                print(f"started from {init_from}: the weights of {', '.join(copied)}"
+                      + (f"; as built: {', '.join(kept)}" if kept else ""),
+                      file=sys.stderr, flush=True)  # fmt: skip
         # Each batch is split across the replicas: its size a multiple of their number, so
         # that they get equal shares (Keras's first look at a batch fails on unequal ones).
         replicas = distribution.num_replicas_in_sync

@@ -1,0 +1,120 @@
+"""A run started from another model's weights (`train(..., init_from=DIR)`, `--init-from`):
+the NAT from a translator with the same vocabulary."""
+
+import os
+import shutil
+
+import keras
+import numpy as np
+import pytest
+
+from zoo.artifacts import MODEL_FILE, SENTENCEPIECE_FILE
+from zoo.data import load_multi30k
+from zoo.models import build_translator, translator_config
+from zoo.tasks import get_task
+from zoo.training import train, warm_start
+
+PAIRS = load_multi30k("train")[:64]
+SIZES = {"vocab_size": 400, "max_length": 32}
+
+
+@pytest.fixture(scope="module")
+def translator_folder(tmp_path_factory):
+    """A tiny translator with random weights and a vocabulary, as an export folder holds them."""
+    folder = tmp_path_factory.mktemp("translator")
+    task = get_task("translator")
+    config = task.get_config("tiny", **SIZES)
+    task.make_vocabulary(config, str(folder), load_multi30k("train")[:400])
+    keras.utils.set_random_seed(1)
+    build_translator(translator_config("tiny", **SIZES)).save(folder / MODEL_FILE)
+    return folder
+
+
+def nat_workdir(path, translator_folder):
+    """A NAT workdir that shares the translator's vocabulary (as a distilled run does)."""
+    os.makedirs(path, exist_ok=True)
+    shutil.copy(translator_folder / SENTENCEPIECE_FILE, path)
+    return str(path)
+
+
+def weights_by_layer(model):
+    return {layer.name: layer.get_weights() for layer in model.layers if layer.weights}
+
+
+def test_the_nat_takes_every_layer_of_the_translator_but_its_length_predictor(
+    translator_folder, tmp_path
+):
+    workdir = nat_workdir(tmp_path / "nat", translator_folder)
+    task = get_task("nat")
+    keras.utils.set_random_seed(2)
+    model = task.build_model(task.get_config("tiny", **SIZES))
+    built = weights_by_layer(model)
+    copied, kept = warm_start(model, translator_folder, SENTENCEPIECE_FILE, workdir)
+    assert kept == ["length_predictor"]
+    assert {"embedding", "encoder_block_0", "decoder_block_0", "decoder_norm"} <= set(copied)
+    translator = weights_by_layer(keras.models.load_model(translator_folder / MODEL_FILE))
+    now = weights_by_layer(model)
+    for name in copied:
+        for got, expected in zip(now[name], translator[name]):
+            np.testing.assert_array_equal(got, expected, err_msg=name)
+    for got, expected in zip(now["length_predictor"], built["length_predictor"]):
+        np.testing.assert_array_equal(got, expected)
+
+
+class WeightsAtStart(keras.callbacks.Callback):
+    """The embedding's weights when fit starts (after a backup, if any, is restored)."""
+
+    def on_train_begin(self, logs=None):
+        self.embedding = self.model.get_layer("embedding").get_weights()[0]
+
+
+def test_a_new_run_starts_from_them_and_a_resumed_run_from_its_backup(translator_folder, tmp_path):
+    workdir = nat_workdir(tmp_path / "nat", translator_folder)
+    task = get_task("nat")
+    translator = keras.models.load_model(translator_folder / MODEL_FILE)
+    expected = translator.get_layer("embedding").get_weights()[0]
+
+    def run(epochs):
+        start = WeightsAtStart()
+        model, _, _ = train(task, task.get_config("tiny", epochs=epochs, **SIZES), workdir,
+                            train_data=PAIRS, validation_data=PAIRS[:8], verbose=0,
+                            bleu_sample_size=0, init_from=str(translator_folder),
+                            callbacks=[start])  # fmt: skip
+        return model, start.embedding
+
+    first, at_start = run(1)
+    np.testing.assert_array_equal(at_start, expected)
+    trained = first.get_layer("embedding").get_weights()[0]
+    assert not np.allclose(trained, expected)  # it trained
+    _, at_resume = run(2)
+    np.testing.assert_array_equal(at_resume, trained)
+
+
+def test_another_vocabulary_a_missing_one_and_no_layer_in_common_are_refused(
+    translator_folder, tmp_path
+):
+    workdir = nat_workdir(tmp_path / "nat", translator_folder)
+    task = get_task("nat")
+    model = task.build_model(task.get_config("tiny", **SIZES))
+
+    other = tmp_path / "other-vocabulary"
+    shutil.copytree(translator_folder, other)
+    (other / SENTENCEPIECE_FILE).write_bytes(b"another vocabulary")
+    with pytest.raises(ValueError, match=f"{SENTENCEPIECE_FILE} is not this run's"):
+        warm_start(model, other, SENTENCEPIECE_FILE, workdir)
+
+    (other / SENTENCEPIECE_FILE).unlink()
+    with pytest.raises(FileNotFoundError, match=f"no {SENTENCEPIECE_FILE} in it"):
+        warm_start(model, other, SENTENCEPIECE_FILE, workdir)
+    with pytest.raises(FileNotFoundError, match="nowhere: no such folder"):
+        warm_start(model, tmp_path / "nowhere", SENTENCEPIECE_FILE, workdir)
+
+    wider = tmp_path / "wider"  # the same layer names, other shapes everywhere
+    wider.mkdir()
+    shutil.copy(translator_folder / SENTENCEPIECE_FILE, wider)
+    config = translator_config("tiny", **SIZES)
+    build_translator(translator_config("tiny", d_model=2 * config.d_model, **SIZES)).save(
+        wider / MODEL_FILE
+    )
+    with pytest.raises(ValueError, match="no layer of its model has the name and the weight"):
+        warm_start(model, wider, SENTENCEPIECE_FILE, workdir)

@@ -1,0 +1,67 @@
+"""Start a run from another trained model's weights (``zoo train TASK --init-from DIR``).
+
+zoo's models name their layers alike across tasks (``embedding``, ``encoder_block_0``,
+``decoder_block_0``, ...), so weights go across layer by layer, by name and shape. The use it
+was made for: a non-autoregressive translator started from the autoregressive translator's
+embeddings, encoder and decoder blocks learns in a few epochs what it takes many to learn from
+random weights (Guo et al. 2020, "Fine-Tuning by Curriculum Learning for Non-Autoregressive
+Neural Machine Translation"); its length predictor, which the translator lacks, starts as built.
+"""
+
+import os
+
+__all__ = ["warm_start"]
+
+
+def warm_start(model, folder, vocabulary_file, workdir):
+    """Copy into ``model`` the weights of each layer of the model in ``folder`` that has the
+    same name and the same weight shapes.
+
+    An embedding row means a piece only under its vocabulary, so the two runs must share it:
+    ``vocabulary_file`` in ``folder`` and in ``workdir`` must be the same bytes.
+
+    Args:
+        model: the built model of the new run.
+        folder: a workdir or an export folder of a trained zoo model (any task).
+        vocabulary_file: the new run's vocabulary file name (``task.vocabulary_file``).
+        workdir: the new run's workdir, which holds its vocabulary.
+
+    Returns:
+        ``(copied, kept)``: the names of the layers whose weights were copied, and of the
+        layers with weights that were left as built.
+
+    Raises:
+        FileNotFoundError: no such folder, no model or no vocabulary in it.
+        ValueError: another vocabulary, a model that cannot be read, or no layer in common.
+    """
+    from zoo.tasks import load  # the tasks import zoo.training, not the reverse
+
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"--init-from {folder}: no such folder")
+    theirs = os.path.join(folder, vocabulary_file)
+    if not os.path.exists(theirs):
+        raise FileNotFoundError(f"--init-from {folder}: no {vocabulary_file} in it, so its "
+                                "weights cannot be matched to this run's vocabulary")
+    with open(theirs, "rb") as f, open(os.path.join(workdir, vocabulary_file), "rb") as g:
+        if f.read() != g.read():
+            raise ValueError(
+                f"--init-from {folder}: its {vocabulary_file} is not this run's (in {workdir}); "
+                "start from a model trained with the same vocabulary"
+            )
+    source = {layer.name: layer for layer in load(folder).model.layers}
+    copied, kept = [], []
+    for layer in model.layers:
+        if not layer.weights:
+            continue
+        other = source.get(layer.name)
+        shapes = [tuple(w.shape) for w in layer.weights]
+        if other is not None and [tuple(w.shape) for w in other.weights] == shapes:
+            layer.set_weights(other.get_weights())
+            copied.append(layer.name)
+        else:
+            kept.append(layer.name)
+    if not copied:
+        raise ValueError(f"--init-from {folder}: no layer of its model has the name and the "
+                         f"weight shapes of one of this model's ({', '.join(kept)})")
+    return copied, kept
