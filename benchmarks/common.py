@@ -80,7 +80,9 @@ def time_alternating(candidates, steps, rounds, warmup=2):
 
 
 def append_results(title, command, table_lines, notes=()):
-    """Append a dated, machine-stamped table to benchmarks/RESULTS.md."""
+    """Append a dated, machine-stamped table to benchmarks/RESULTS.md, in place of the
+    section of the same title (an earlier run of the same benchmark, kept in git's history)."""
+    replace_section(title, RESULTS)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     block = [f"## {title}", "", f"- command: `{command}`", f"- when: {stamp}",
              f"- machine: {machine_description()}"]
@@ -111,7 +113,6 @@ def replace_section(title, path):
 
 def publish_table(title, command, header, rows, notes=()):
     """Replace the ``## {title}`` section of benchmarks/RESULTS.md with this table."""
-    replace_section(title, RESULTS)
     append_results(title, command, markdown_table(header, rows), notes)
 
 

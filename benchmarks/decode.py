@@ -232,7 +232,7 @@ def main():
                         help="untimed passes after the first, compiling pass (itself a warm-up)")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: 16 sentences, batch 1 and 8, 8 new tokens, 1 round")
-    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not write to RESULTS.md")
     args = parser.parse_args()
     if args.quick:
         args.sentences, args.new_tokens, args.batch_sizes, args.rounds = 16, 8, [1, 8], 1

@@ -113,7 +113,7 @@ def main():
                         help="sentences timed at batch 1")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: 32 sentences, 8 at batch 1")
-    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not write to RESULTS.md")
     args = parser.parse_args()
     if args.quick:
         args.sentences, args.batch1_sentences = 32, 8

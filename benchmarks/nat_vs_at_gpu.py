@@ -160,7 +160,7 @@ def main():
     parser.add_argument("--split", default="test2016", choices=("val", "test2016"))
     parser.add_argument("--sentences", type=int, help="the first N sentences (default: all)")
     parser.add_argument("--batch1-sentences", type=int, default=64)
-    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not write to RESULTS.md")
     args = parser.parse_args()
     if args.step != "prepare" and not args.out:
         parser.error(f"{args.step} needs OUT")

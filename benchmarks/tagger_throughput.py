@@ -158,8 +158,7 @@ def main(argv=None):
     print("\n".join(table))
     print(f"tags equal on {result['agreement']:.2%} of {result['words']:,} words")
     if not (args.quick or args.no_record):
-        replace_section(TITLE, common.RESULTS)  # append_results writes to common.RESULTS
-        common.append_results(
+        common.append_results(  # in place of the section of an earlier run
             TITLE,
             "python benchmarks/tagger_throughput.py --model-dir " + args.model_dir,
             table,

@@ -93,7 +93,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--no-record", action="store_true", help="do not append to RESULTS.md")
+    parser.add_argument("--no-record", action="store_true", help="do not write to RESULTS.md")
     args = parser.parse_args()
 
     print(machine_description())
