@@ -88,7 +88,9 @@ def test_inverse_square_root_schedule():
 def test_strategy_by_name():
     import tensorflow as tf
 
-    assert isinstance(get_strategy("auto"), tf.distribute.OneDeviceStrategy)  # no GPU here
+    # No GPU here: the default strategy (no multi-device iterator, see get_strategy).
+    assert get_strategy("auto") is tf.distribute.get_strategy()
+    assert isinstance(get_strategy("one_device"), tf.distribute.OneDeviceStrategy)
     assert isinstance(get_strategy("mirrored"), tf.distribute.MirroredStrategy)
     with pytest.raises(ValueError, match="Unknown strategy"):
         get_strategy("horovod")

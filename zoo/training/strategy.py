@@ -20,8 +20,9 @@ def get_strategy(name="auto"):
     """A ``tf.distribute.Strategy`` by name: one flag from a CPU to N GPUs to several workers.
 
     Args:
-        name: ``auto`` (mirrored over all GPUs when there are several, else one device),
-            ``one_device`` (the first GPU, else the CPU), ``mirrored`` (every local GPU; with
+        name: ``auto`` (mirrored over all GPUs when there are several, else TensorFlow's
+            default strategy: no distribution, the first GPU or the CPU), ``one_device``
+            (``OneDeviceStrategy``: the first GPU, else the CPU), ``mirrored`` (every local GPU; with
             none, every logical CPU device), ``multi_worker`` (``MultiWorkerMirroredStrategy``;
             the cluster comes from the ``TF_CONFIG`` environment variable) or ``tpu``
             (``TPUStrategy``; the TPU comes from the environment, as on Colab or a Cloud TPU VM).
@@ -37,7 +38,12 @@ def get_strategy(name="auto"):
         return tf.distribute.MultiWorkerMirroredStrategy()
     gpus = tf.config.list_logical_devices("GPU")
     if name == "auto":
-        name = "mirrored" if len(gpus) > 1 else "one_device"
+        if len(gpus) <= 1:
+            # Not OneDeviceStrategy: it feeds fit through a multi-device iterator, whose
+            # per-device datasets autotune, and freeing each epoch's iterator then waits for the
+            # autotuning thread (up to a minute; half the epochs of a 2.5-minute-epoch run here).
+            return tf.distribute.get_strategy()
+        name = "mirrored"
     if name == "one_device":
         return tf.distribute.OneDeviceStrategy("/gpu:0" if gpus else "/cpu:0")
     if name == "mirrored":

@@ -240,6 +240,10 @@ def train(
         warnings.filterwarnings("ignore", message="Your input ran out of data")
         with distribution.scope():
             model = task.compile_model(task.build_model(config), config, jit_compile)
+            # The optimizer's variables before fit: without a strategy (``auto`` on one device)
+            # Keras would make them inside the first traced train step and trace it twice, and
+            # a resumed run restores the optimizer's state into them.
+            model.optimizer.build(model.trainable_variables)
         if init_from and not os.path.exists(os.path.join(workdir, BACKUP_DIR)):
             copied, kept = warm_start(model, init_from, task.vocabulary_file, vocabulary_dir)
             if verbose:
