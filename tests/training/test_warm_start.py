@@ -1,12 +1,14 @@
 """A run started from another model's weights (`train(..., init_from=DIR)`, `--init-from`):
 the NAT from a translator with the same vocabulary."""
 
+import dataclasses
 import os
 import shutil
 
 import keras
 import numpy as np
 import pytest
+from sentencepiece import sentencepiece_model_pb2
 
 from zoo.artifacts import MODEL_FILE, SENTENCEPIECE_FILE
 from zoo.data import load_multi30k
@@ -49,7 +51,7 @@ def test_the_nat_takes_every_layer_of_the_translator_but_its_length_predictor(
     keras.utils.set_random_seed(2)
     model = task.build_model(task.get_config("tiny", **SIZES))
     built = weights_by_layer(model)
-    copied, kept = warm_start(model, translator_folder, SENTENCEPIECE_FILE, workdir)
+    copied, kept = warm_start(model, translator_folder, task, workdir)
     assert kept == ["length_predictor"]
     assert {"embedding", "encoder_block_0", "decoder_block_0", "decoder_norm"} <= set(copied)
     translator = weights_by_layer(keras.models.load_model(translator_folder / MODEL_FILE))
@@ -95,19 +97,22 @@ def test_another_vocabulary_a_missing_one_and_no_layer_in_common_are_refused(
 ):
     workdir = nat_workdir(tmp_path / "nat", translator_folder)
     task = get_task("nat")
-    model = task.build_model(task.get_config("tiny", **SIZES))
+    config = task.get_config("tiny", **SIZES)
+    model = task.build_model(config)
 
     other = tmp_path / "other-vocabulary"
     shutil.copytree(translator_folder, other)
-    (other / SENTENCEPIECE_FILE).write_bytes(b"another vocabulary")
+    (other / SENTENCEPIECE_FILE).unlink()
+    task.make_vocabulary(dataclasses.replace(config, vocab_size=500), str(other),
+                         load_multi30k("train")[:400])
     with pytest.raises(ValueError, match=f"{SENTENCEPIECE_FILE} is not this run's"):
-        warm_start(model, other, SENTENCEPIECE_FILE, workdir)
+        warm_start(model, other, task, workdir)
 
     (other / SENTENCEPIECE_FILE).unlink()
-    with pytest.raises(FileNotFoundError, match=f"no {SENTENCEPIECE_FILE} in it"):
-        warm_start(model, other, SENTENCEPIECE_FILE, workdir)
+    with pytest.raises(FileNotFoundError, match=f"{SENTENCEPIECE_FILE}: missing"):
+        warm_start(model, other, task, workdir)
     with pytest.raises(FileNotFoundError, match="nowhere: no such folder"):
-        warm_start(model, tmp_path / "nowhere", SENTENCEPIECE_FILE, workdir)
+        warm_start(model, tmp_path / "nowhere", task, workdir)
 
     wider = tmp_path / "wider"  # the same layer names, other shapes everywhere
     wider.mkdir()
@@ -117,4 +122,24 @@ def test_another_vocabulary_a_missing_one_and_no_layer_in_common_are_refused(
         wider / MODEL_FILE
     )
     with pytest.raises(ValueError, match="no layer of its model has the name and the weight"):
-        warm_start(model, wider, SENTENCEPIECE_FILE, workdir)
+        warm_start(model, wider, task, workdir)
+
+
+def test_a_vocabulary_of_other_bytes_but_the_same_pieces_is_the_same(translator_folder, tmp_path):
+    """Two SentencePiece models learned alike differ in what the trainer recorded, not in
+    their pieces: a run may start from the other's weights."""
+    workdir = nat_workdir(tmp_path / "nat", translator_folder)
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString((translator_folder / SENTENCEPIECE_FILE).read_bytes())
+    proto.trainer_spec.input_sentence_size += 1  # what a trainer records, not a piece
+    rewritten = proto.SerializeToString()
+    assert rewritten != (translator_folder / SENTENCEPIECE_FILE).read_bytes()
+    (tmp_path / "nat" / SENTENCEPIECE_FILE).write_bytes(rewritten)
+    task = get_task("nat")
+    assert task.same_vocabulary(str(translator_folder), workdir)
+    copied, _ = warm_start(task.build_model(task.get_config("tiny", **SIZES)), translator_folder,
+                           task, workdir)  # fmt: skip
+    assert "embedding" in copied
+    proto.pieces[-1].piece += "\u2581zz"  # one piece differs: another mapping
+    (tmp_path / "nat" / SENTENCEPIECE_FILE).write_bytes(proto.SerializeToString())
+    assert not task.same_vocabulary(str(translator_folder), workdir)

@@ -86,6 +86,14 @@ class Task:
         except Exception as error:
             raise ValueError(f"{path} cannot be read ({first_line(error)})") from error
 
+    def same_vocabulary(self, folder, other):
+        """Whether the vocabularies of two folders give every id the same meaning (so that
+        one model's weights can start another's: ``zoo train --init-from``). Here: the same
+        bytes; a task whose vocabulary files record more than the mapping says more."""
+        with open(os.path.join(folder, self.vocabulary_file), "rb") as f:
+            with open(os.path.join(other, self.vocabulary_file), "rb") as g:
+                return f.read() == g.read()
+
     def resolve_config(self, config, vocabulary):
         """``config`` with what the vocabulary fixes; an error when they do not fit."""
         return config

@@ -12,6 +12,7 @@ import shutil
 import sys
 
 import keras
+import sentencepiece
 
 from zoo.artifacts import SENTENCEPIECE_FILE, SENTENCEPIECE_PREFIX, written_atomically
 from zoo.data import (
@@ -97,6 +98,13 @@ class TranslationTask(Task):
     def load_vocabulary(self, folder):
         return SentencePieceTokenizer(os.path.join(folder, SENTENCEPIECE_FILE))
 
+    def same_vocabulary(self, folder, other):
+        """The same pieces in the same order: two SentencePiece models learned alike from the
+        same sentences differ in their bytes (what the trainer recorded), not in their pieces."""
+        return _pieces(os.path.join(folder, self.vocabulary_file)) == _pieces(
+            os.path.join(other, self.vocabulary_file)
+        )
+
     def resolve_config(self, config, vocabulary):
         if vocabulary.vocab_size != config.vocab_size:
             raise ValueError(
@@ -165,6 +173,12 @@ class TranslationTask(Task):
 
     def export(self, model, vocabulary, output_dir, verbose=False, **options):
         return export_translator(model, vocabulary, output_dir, verbose=verbose, **options)
+
+
+def _pieces(path):
+    """The pieces of a SentencePiece model file, in id order."""
+    processor = sentencepiece.SentencePieceProcessor(model_file=path)
+    return [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
 
 
 def _beam_options(method, beam_size, alpha, default_beam_size):

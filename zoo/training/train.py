@@ -245,7 +245,7 @@ def train(
             # a resumed run restores the optimizer's state into them.
             model.optimizer.build(model.trainable_variables)
         if init_from and not os.path.exists(os.path.join(workdir, BACKUP_DIR)):
-            copied, kept = warm_start(model, init_from, task.vocabulary_file, vocabulary_dir)
+            copied, kept = warm_start(model, init_from, task, vocabulary_dir)
             if verbose:
                 print(f"started from {init_from}: the weights of {', '.join(copied)}"
                       + (f"; as built: {', '.join(kept)}" if kept else ""),

@@ -13,17 +13,18 @@ import os
 __all__ = ["warm_start"]
 
 
-def warm_start(model, folder, vocabulary_file, workdir):
+def warm_start(model, folder, task, workdir):
     """Copy into ``model`` the weights of each layer of the model in ``folder`` that has the
     same name and the same weight shapes.
 
     An embedding row means a piece only under its vocabulary, so the two runs must share it:
-    ``vocabulary_file`` in ``folder`` and in ``workdir`` must be the same bytes.
+    ``task.same_vocabulary`` of ``folder`` and ``workdir`` (the same pieces in the same order,
+    for the translators).
 
     Args:
         model: the built model of the new run.
         folder: a workdir or an export folder of a trained zoo model (any task).
-        vocabulary_file: the new run's vocabulary file name (``task.vocabulary_file``).
+        task: the new run's :class:`zoo.tasks.Task`.
         workdir: the new run's workdir, which holds its vocabulary.
 
     Returns:
@@ -31,7 +32,7 @@ def warm_start(model, folder, vocabulary_file, workdir):
         layers with weights that were left as built.
 
     Raises:
-        FileNotFoundError: no such folder, no model or no vocabulary in it.
+        FileNotFoundError: no such folder, no model or no vocabulary of this run's kind in it.
         ValueError: another vocabulary, a model that cannot be read, or no layer in common.
     """
     from zoo.tasks import load  # the tasks import zoo.training, not the reverse
@@ -39,22 +40,21 @@ def warm_start(model, folder, vocabulary_file, workdir):
     folder = os.fspath(folder)
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"--init-from {folder}: no such folder")
-    theirs = os.path.join(folder, vocabulary_file)
-    if not os.path.exists(theirs):
-        raise FileNotFoundError(f"--init-from {folder}: no {vocabulary_file} in it, so its "
+    source = load(folder).model  # a one-line error for a missing or broken model or vocabulary
+    if not os.path.exists(os.path.join(folder, task.vocabulary_file)):
+        raise FileNotFoundError(f"--init-from {folder}: no {task.vocabulary_file} in it, so its "
                                 "weights cannot be matched to this run's vocabulary")
-    with open(theirs, "rb") as f, open(os.path.join(workdir, vocabulary_file), "rb") as g:
-        if f.read() != g.read():
-            raise ValueError(
-                f"--init-from {folder}: its {vocabulary_file} is not this run's (in {workdir}); "
-                "start from a model trained with the same vocabulary"
-            )
-    source = {layer.name: layer for layer in load(folder).model.layers}
+    if not task.same_vocabulary(folder, workdir):
+        raise ValueError(
+            f"--init-from {folder}: its {task.vocabulary_file} is not this run's (in {workdir}); "
+            "start from a model trained with the same vocabulary"
+        )
+    layers = {layer.name: layer for layer in source.layers}
     copied, kept = [], []
     for layer in model.layers:
         if not layer.weights:
             continue
-        other = source.get(layer.name)
+        other = layers.get(layer.name)
         shapes = [tuple(w.shape) for w in layer.weights]
         if other is not None and [tuple(w.shape) for w in other.weights] == shapes:
             layer.set_weights(other.get_weights())
