@@ -22,9 +22,10 @@ def get_strategy(name="auto"):
     Args:
         name: ``auto`` (mirrored over all GPUs when there are several, else TensorFlow's
             default strategy: no distribution, the first GPU or the CPU), ``one_device``
-            (``OneDeviceStrategy``: the first GPU, else the CPU), ``mirrored`` (every local GPU; with
-            none, every logical CPU device), ``multi_worker`` (``MultiWorkerMirroredStrategy``;
-            the cluster comes from the ``TF_CONFIG`` environment variable) or ``tpu``
+            (``OneDeviceStrategy``: the first GPU, else the CPU), ``mirrored`` (every local
+            GPU; with none, every logical CPU device), ``multi_worker``
+            (``MultiWorkerMirroredStrategy``; the cluster comes from the ``TF_CONFIG``
+            environment variable) or ``tpu``
             (``TPUStrategy``; the TPU comes from the environment, as on Colab or a Cloud TPU VM).
 
     Returns:
@@ -41,7 +42,7 @@ def get_strategy(name="auto"):
         if len(gpus) <= 1:
             # Not OneDeviceStrategy: it feeds fit through a multi-device iterator, whose
             # per-device datasets autotune, and freeing each epoch's iterator then waits for the
-            # autotuning thread (up to a minute; half the epochs of a 2.5-minute-epoch run here).
+            # autotuning thread (see README, "Scaling out").
             return tf.distribute.get_strategy()
         name = "mirrored"
     if name == "one_device":

@@ -38,9 +38,7 @@ def warm_start(model, folder, task, workdir):
     from zoo.tasks import load  # the tasks import zoo.training, not the reverse
 
     folder = os.fspath(folder)
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"--init-from {folder}: no such folder")
-    source = load(folder).model  # a one-line error for a missing or broken model or vocabulary
+    source = load(folder).model  # one-line errors: no folder, no or a broken model or vocabulary
     if not os.path.exists(os.path.join(folder, task.vocabulary_file)):
         raise FileNotFoundError(f"--init-from {folder}: no {task.vocabulary_file} in it, so its "
                                 "weights cannot be matched to this run's vocabulary")
