@@ -38,11 +38,13 @@ import bisect
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpu_rows  # noqa: E402  (benchmarks/gpu_rows.py)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TITLE = "Translator sweep on a GPU (JAX): val BLEU of training settings (small shape)"
@@ -70,31 +72,10 @@ DECODE_BATCH = 128
 BUCKET = 8  # decoded sources are padded to a multiple of this, as translate() pads them
 SEARCHES = {"beam5": {"method": "beam", "beam_size": 5}, "greedy": {"method": "greedy"}}
 WEIGHTS = ("last", "avg")
-# What a GPU machine lacks (TensorFlow, tf-text), and what `run` has no use for; `run` refuses to
-# import them, so that a run here proves it needs none.
-ABSENT = ("tensorflow", "tensorflow_text", "sentencepiece", "sacrebleu", "pandas", "h5py")
 VOCABULARY = "vocab-{}"  # DIR's folder of one vocabulary size: sentencepiece.model, ids.npz
 REFERENCES = "val.references.json"
 HISTORY = "history.json"  # OUT/<row>/: the row's epochs, timings and settings
 TRANSLATIONS = "translations.npz"  # OUT/<row>/: "last.beam5", ... ids, cut after EOS, val order
-
-
-def _slug(name):
-    """A folder name for a row name (as benchmarks/common.slug, which imports TensorFlow)."""
-    return "".join(c if c.isalnum() else "-" for c in name).strip("-").replace("--", "-")
-
-
-def _selected(names):
-    """The rows named (by name or folder name), in ROWS order; all of them by default."""
-    if not names:
-        return list(ROWS)
-    by_slug = {_slug(name): name for name in ROWS}
-    unknown = [n for n in names if n not in ROWS and n not in by_slug]
-    if unknown:
-        sys.exit(f"Unknown rows {unknown}; the rows are: {list(ROWS)} (or their folder names "
-                 f"{list(by_slug)}).")
-    chosen = {by_slug.get(n, n) for n in names}
-    return [name for name in ROWS if name in chosen]
 
 
 def _bucket_spec(batch_tokens, max_length, bucket_width):
@@ -111,7 +92,7 @@ def prepare(args):
     from zoo.tasks import get_task
 
     task = get_task("translator")
-    rows = _selected(args.rows)
+    rows = gpu_rows.selected(ROWS, args.rows)
     configs = [get_config("small", **ROWS[name]) for name in rows]
     for config in configs:
         sizes = (config.batch_tokens, config.max_length, config.bucket_width)
@@ -164,55 +145,22 @@ def _split(folder, split):
 
 
 # ---------------------------------------------------------------------------------------- run
-def _block_absent_modules():
-    """Make importing what a GPU machine lacks fail, as if it were not installed."""
-    loaded = sorted(m for m in sys.modules if m.partition(".")[0] in ABSENT)
-    if loaded:
-        raise RuntimeError(f"already imported, so the run could not prove it needs none: {loaded}")
-
-    class Absent:
-        def find_spec(self, name, path=None, target=None):
-            if name.partition(".")[0] in ABSENT:
-                raise ModuleNotFoundError(f"No module named {name!r} (translator_sweep_gpu.py "
-                                          "blocks it: the GPU machine has none)", name=name)
-
-    sys.meta_path.insert(0, Absent())
-
-
 def run(args):
     """Train and decode each row in its own process, ``--parallel`` at a time."""
-    _block_absent_modules()
+    gpu_rows.block_absent_modules("translator_sweep_gpu.py")
     os.environ.setdefault("KERAS_BACKEND", "jax")  # before zoo imports Keras
-    rows = _selected(args.rows)
+    rows = gpu_rows.selected(ROWS, args.rows)
     for name in rows:
         folder = os.path.join(args.dir, VOCABULARY.format(_row_config(name, 1).vocab_size))
         if not os.path.exists(os.path.join(folder, "ids.npz")):
             sys.exit(f"{folder}: missing; run `prepare` with these rows first")
-    os.makedirs(args.out, exist_ok=True)
-    env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
     forwarded = ["--epochs", str(args.epochs), "--seed", str(args.seed)]
     for option in ("limit_train", "limit_val", "train_seconds", "bucket_width"):
         if getattr(args, option) is not None:
             forwarded += ["--" + option.replace("_", "-"), str(getattr(args, option))]
     if args.save_weights:
         forwarded.append("--save-weights")
-    began = time.monotonic()
-    waiting, running, codes = list(rows), {}, {}
-    while waiting or running:
-        while waiting and len(running) < args.parallel:
-            name = waiting.pop(0)
-            command = [sys.executable, os.path.abspath(__file__), "row", args.dir, args.out,
-                       "--rows", name, *forwarded]
-            running[name] = subprocess.Popen(command, env=env)
-            print(f"started {name!r} at {time.monotonic() - began:.0f} s", flush=True)
-        time.sleep(1)
-        for name, process in list(running.items()):
-            if process.poll() is not None:
-                codes[name] = process.returncode
-                del running[name]
-                print(f"finished {name!r} (exit {process.returncode}) at "
-                      f"{time.monotonic() - began:.0f} s", flush=True)
-    wall = time.monotonic() - began
+    codes, wall = gpu_rows.launch(__file__, args.dir, args.out, rows, forwarded, args.parallel)
     with open(os.path.join(args.out, "run.json"), "w") as f:
         json.dump({"rows": rows, "parallel": args.parallel, "epochs": args.epochs,
                    "train_seconds": args.train_seconds, "wall_seconds": round(wall, 1),
@@ -226,7 +174,7 @@ def _print_timings(out, rows, wall):
     print(f"\nwall {wall:.0f} s for {len(rows)} rows")
     print("row | epochs | train s | first epoch s | s/epoch after | decode s")
     for name in rows:
-        path = os.path.join(out, _slug(name), HISTORY)
+        path = os.path.join(out, gpu_rows.slug(name), HISTORY)
         if not os.path.exists(path):
             print(f"{name} | no history")
             continue
@@ -243,20 +191,9 @@ def _row_config(name, epochs, bucket_width=None):
     from zoo.models.translator import get_config
 
     config = get_config("small", epochs=epochs, **ROWS[name])
-    return config if bucket_width is None else dataclasses.replace(config, bucket_width=bucket_width)
-
-
-def _training_module(name):
-    """``zoo.training.<name>`` without running ``zoo/training/__init__.py``: that imports
-    ``train()`` and ``distill()``, whose modules import TensorFlow (strategy.py, and
-    distillation.py through zoo.data); the loss, the optimizer and its schedule do not."""
-    import importlib
-    import importlib.util
-
-    if "zoo.training" not in sys.modules:  # the package, its __path__ only
-        spec = importlib.util.find_spec("zoo.training")
-        sys.modules["zoo.training"] = importlib.util.module_from_spec(spec)
-    return importlib.import_module(f"zoo.training.{name}")
+    if bucket_width is None:
+        return config
+    return dataclasses.replace(config, bucket_width=bucket_width)
 
 
 def _batches(examples, config, order, full_rows):
@@ -297,46 +234,25 @@ def _batches(examples, config, order, full_rows):
     return batches
 
 
-def _average(weight_sets):
-    """The mean of each weight over the sets, in float64 (zoo.training.average_weights, which
-    reads .h5 files); a weight that is not floating point takes the last set's value."""
-    mean = []
-    for values in zip(*weight_sets):
-        if np.issubdtype(values[-1].dtype, np.floating):
-            total = sum(np.asarray(v, np.float64) for v in values)
-            mean.append((total / len(values)).astype(values[-1].dtype))
-        else:
-            mean.append(values[-1])
-    return mean
-
-
-def _write_json(path, value):
-    with open(path + ".tmp", "w") as f:
-        json.dump(value, f, indent=1)
-    os.replace(path + ".tmp", path)
-
-
 def train_row(args):
     """One row, in this process: train, keep the last epochs' weights, decode val."""
-    _block_absent_modules()
+    gpu_rows.block_absent_modules("translator_sweep_gpu.py")
     os.environ.setdefault("KERAS_BACKEND", "jax")
 
-    import jax
     import keras
 
     import zoo  # noqa: F401  (registers the layers)
 
     assert keras.backend.backend() == "jax", "run needs KERAS_BACKEND=jax"
-    (name,) = _selected(args.rows)
-    tag = f"[{_slug(name)}]"
+    (name,) = gpu_rows.selected(ROWS, args.rows)
+    tag = f"[{gpu_rows.slug(name)}]"
     config = _row_config(name, args.epochs, args.bucket_width)
-    losses, optimizers = _training_module("losses"), _training_module("optimizer")
+    losses, optimizers = gpu_rows.training_module("losses"), gpu_rows.training_module("optimizer")
     from zoo.models.translator import build_translator
 
-    folder = os.path.join(args.out, _slug(name))
+    folder = os.path.join(args.out, gpu_rows.slug(name))
     os.makedirs(folder, exist_ok=True)
-    gpu = jax.devices()[0]
-    device = f"{gpu.device_kind} ({gpu.platform}), JAX {jax.__version__}, Keras {keras.__version__}"
+    device = gpu_rows.device_line()
     print(f"{tag} {device}; {name}: {ROWS[name]}", flush=True)
     vocabulary = os.path.join(args.dir, VOCABULARY.format(config.vocab_size))
 
@@ -375,7 +291,7 @@ def train_row(args):
         history["epochs"].append({"epoch": epoch + 1, **record, "seconds": round(seconds, 2),
                                   "steps": len(batches)})
         history["train_seconds"] = round(trained, 1)
-        _write_json(os.path.join(folder, HISTORY), history)
+        gpu_rows.write_json(os.path.join(folder, HISTORY), history)
         last = epoch + 1 == config.epochs
         out_of_time = args.train_seconds is not None and trained >= args.train_seconds
         if epoch < 2 or (epoch + 1) % 10 == 0 or last or out_of_time:
@@ -387,7 +303,7 @@ def train_row(args):
                   flush=True)
             break
 
-    weights = {"last": kept[-1], "avg": _average(kept)}
+    weights = {"last": kept[-1], "avg": gpu_rows.average(kept)}
     history["averaged_epochs"] = len(kept)
     model.set_weights(weights["avg"])
     history["val_loss_avg"] = round(float(model.evaluate(
@@ -407,9 +323,8 @@ def train_row(args):
             print(f"{tag} decoded val, {key} weights, {search_name}: {seconds:.1f} s", flush=True)
     np.savez_compressed(os.path.join(folder, TRANSLATIONS), **translations)
     history["finished"] = True
-    _write_json(os.path.join(folder, HISTORY), history)
-    leaked = sorted(m for m in sys.modules if m.partition(".")[0] in ABSENT)
-    assert not leaked, f"the run imported {leaked}"
+    gpu_rows.write_json(os.path.join(folder, HISTORY), history)
+    gpu_rows.assert_nothing_absent_imported()
     print(f"{tag} done: {len(history['epochs'])} epochs in {trained:.0f} s, best val_loss "
           f"{min(e['val_loss'] for e in history['epochs']):.4f}, averaged "
           f"{history['val_loss_avg']:.4f}", flush=True)
@@ -480,7 +395,7 @@ def report(args):
     parallel = run_settings.get("parallel")
     histories = []
     for name in ROWS:
-        path = os.path.join(args.out, _slug(name), HISTORY)
+        path = os.path.join(args.out, gpu_rows.slug(name), HISTORY)
         if not os.path.exists(path):
             continue
         with open(path) as f:
@@ -503,7 +418,7 @@ def report(args):
         vocab = VOCABULARY.format(history["config"]["vocab_size"])
         tokenizer = SentencePieceTokenizer(os.path.join(args.dir, vocab, "sentencepiece.model"))
         scores = {}
-        with np.load(os.path.join(args.out, _slug(history["name"]), TRANSLATIONS)) as data:
+        with np.load(os.path.join(args.out, gpu_rows.slug(history["name"]), TRANSLATIONS)) as data:
             for key in data.files:
                 ids = data[key]
                 ids = np.where(np.cumsum(ids == EOS_ID, axis=1) > 0, 0, ids)
@@ -577,7 +492,7 @@ def main():
     args = parser.parse_args()
     if args.step != "prepare" and not args.out:
         parser.error(f"{args.step} needs OUT")
-    if args.step == "row" and len(_selected(args.rows)) != 1:
+    if args.step == "row" and len(gpu_rows.selected(ROWS, args.rows)) != 1:
         parser.error("row takes exactly one --rows NAME")
     {"prepare": prepare, "run": run, "report": report, "row": train_row}[args.step](args)
 
