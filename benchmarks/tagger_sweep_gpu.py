@@ -8,7 +8,7 @@ encoding and tf.data pipeline need, so the run has three steps:
     python benchmarks/tagger_sweep_gpu.py prepare DIR     # vocabularies, encoded train/dev
     KERAS_BACKEND=jax python benchmarks/tagger_sweep_gpu.py run DIR OUT   # on the GPU
         [--rows NAME ...] [--epochs 16] [--parallel 8] [--train-seconds S] [--bucket-width 32]
-    python benchmarks/tagger_sweep_gpu.py report DIR OUT  # the table, to RESULTS.md
+    python benchmarks/tagger_sweep_gpu.py report DIR OUT [OUT ...]  # the table, to RESULTS.md
 
 ``prepare`` builds each vocabulary the rows need as the tagger task does and keeps the encoded
 words, characters and tags of train and dev. ``run`` trains each row in its own process
@@ -353,60 +353,65 @@ def train_row(args):
 
 
 # ------------------------------------------------------------------------------------- report
+CURVE = (4, 7, 10, 13, 16)  # the epochs whose dev accuracy the table shows
+
+
 def report(args):
-    """The table of the finished rows, to RESULTS.md."""
+    """The table of the finished rows of one or more runs (OUT folders), to RESULTS.md."""
     from common import markdown_table, publish_table
 
-    run_settings = {}
-    if os.path.exists(os.path.join(args.out, "run.json")):
-        with open(os.path.join(args.out, "run.json")) as f:
-            run_settings = json.load(f)
-    histories = []
-    for name in ROWS:
-        path = os.path.join(args.out, gpu_rows.slug(name), HISTORY)
-        if not os.path.exists(path):
-            continue
-        with open(path) as f:
-            history = json.load(f)
-        if not history["finished"]:
-            print(f"{name}: not finished ({len(history['epochs'])} epochs); left out")
-            continue
-        histories.append(history)
-    if not histories:
+    rows, devices, subsets, notes = [], set(), set(), []
+    for number, out in enumerate(args.out, 1):
+        settings = {}
+        if os.path.exists(os.path.join(out, "run.json")):
+            with open(os.path.join(out, "run.json")) as f:
+                settings = json.load(f)
+        stop = (f", stopped after {settings['epochs']} epochs or the epoch that passed "
+                f"{settings['train_seconds']:.0f} s of training (the first epoch's compiling "
+                "included), whichever came first" if settings.get("train_seconds") else "")
+        notes.append(f"run {number}: {settings.get('parallel', '?')} rows at a time on the one "
+                     f"GPU{stop}")
+        for name in ROWS:
+            path = os.path.join(out, gpu_rows.slug(name), HISTORY)
+            if not os.path.exists(path):
+                continue
+            with open(path) as f:
+                history = json.load(f)
+            if not history["finished"]:
+                print(f"{out}: {name}: not finished ({len(history['epochs'])} epochs); left out")
+                continue
+            devices.add(history["device"])
+            subsets.add((history["train_sentences"], history["dev_sentences"]))
+            done, dev = len(history["epochs"]), history["dev"]
+            key = "val_upos_accuracy" if history["config"]["num_xpos_tags"] else "val_accuracy"
+            curve = [f"{100 * history['epochs'][e - 1][key]:.2f}" if e <= done else "-"
+                     for e in CURVE]
+            rows.append([
+                history["name"], number,
+                done if done == history["epochs_asked"] else f"{done} of {history['epochs_asked']}",
+                round(history["train_seconds"] / 60, 1), f"{history['parameters']:,}",
+                " / ".join(curve), dev["best_epoch"], f"{dev['accuracy']:.2f}",
+                f"{dev['oov_accuracy']:.2f}",
+            ])
+    if not rows:
         sys.exit(f"{args.out}: no finished rows")
-    rows, devices, subsets = [], set(), set()
-    for history in histories:
-        devices.add(history["device"])
-        subsets.add((history["train_sentences"], history["dev_sentences"]))
-        done, dev = len(history["epochs"]), history["dev"]
-        rows.append([
-            history["name"],
-            done if done == history["epochs_asked"] else f"{done} of {history['epochs_asked']}",
-            round(history["train_seconds"] / 60, 1),
-            f"{history['parameters']:,}",
-            dev["best_epoch"],
-            f"{dev['accuracy']:.2f}",
-            f"{dev['oov_accuracy']:.2f}",
-        ])
-    header = ["settings (on `small`)", "epochs", "GPU train minutes", "parameters",
+    header = ["settings (on `small`)", "run", "epochs", "GPU train minutes", "parameters",
+              f"dev accuracy after epochs {', '.join(map(str, CURVE))} (training's metric)",
               "best dev epoch", "dev UPOS accuracy", "dev UPOS accuracy on OOV words"]
     print("\n".join(markdown_table(header, rows)))
     if args.no_record:
         return
     notes = [
-        f"trained on {'; '.join(sorted(devices))}, {run_settings.get('parallel', '?')} rows at "
-        "a time on the one GPU (train minutes are wall-clock, validation and the first epoch's "
-        "compiling included)",
+        f"trained on {'; '.join(sorted(devices))}; train minutes are wall-clock, validation "
+        "and the first epoch's compiling included",
+        *notes,
         "zoo's builder, loss, metric and optimizer, Keras fit on word-budget batches built in "
-        "numpy as zoo's pipeline builds them under XLA, bucket width "
-        f"{sorted({h['bucket_width'] for h in histories})}; the EMA weights of the epoch with "
-        "the best dev accuracy are scored, as zoo train tagger keeps them",
+        "numpy as zoo's pipeline builds them under XLA (see the script's docstring); the EMA "
+        "weights of the epoch with the best dev accuracy are scored, as zoo train tagger keeps "
+        "them",
         "UD English-EWT dev, every word; OOV: no word embedding (unseen in training or seen "
         "once; with min count 1, unseen only); test is not read",
     ]
-    if run_settings.get("train_seconds"):
-        notes.append(f"each row stopped after {run_settings['epochs']} epochs or the epoch that "
-                     f"passed {run_settings['train_seconds']:.0f} s, whichever came first")
     if len(subsets) > 1 or next(iter(subsets))[0] < 12000:
         notes.append(f"subsets: (train sentences, dev sentences) {sorted(subsets)}")
     publish_table(TITLE, "python benchmarks/tagger_sweep_gpu.py prepare|run|report (see its "
@@ -418,7 +423,8 @@ def main():
     parser.add_argument("step", choices=("prepare", "run", "report", "row"),
                         help="row: one row in this process (what run starts for each row)")
     parser.add_argument("dir", help="the vocabularies and encoded data (written by prepare)")
-    parser.add_argument("out", nargs="?", help="the histories and scores (written by run)")
+    parser.add_argument("out", nargs="*",
+                        help="the histories and scores (written by run; report reads several)")
     parser.add_argument("--rows", nargs="+", metavar="NAME",
                         help="these rows (names or folder names) only; default all")
     parser.add_argument("--epochs", type=int, default=16)
@@ -433,8 +439,12 @@ def main():
                         help="the width of the length buckets: each is one compiled shape")
     parser.add_argument("--no-record", action="store_true", help="do not write RESULTS.md")
     args = parser.parse_args()
-    if args.step != "prepare" and not args.out:
-        parser.error(f"{args.step} needs OUT")
+    if args.step in ("run", "row"):
+        if len(args.out) != 1:
+            parser.error(f"{args.step} needs one OUT")
+        args.out = args.out[0]
+    elif args.step == "report" and not args.out:
+        parser.error("report needs OUT")
     if args.step == "row" and len(gpu_rows.selected(ROWS, args.rows)) != 1:
         parser.error("row takes exactly one --rows NAME")
     {"prepare": prepare, "run": run, "report": report, "row": train_row}[args.step](args)
