@@ -81,6 +81,26 @@ def launch(script, folder, out, rows, forwarded, parallel):
     return codes, time.monotonic() - began
 
 
+def start_row(script, rows, names):
+    """In a row's process: block the absent modules, load Keras on JAX and zoo's layers; return
+    the row's name and its tag for log lines."""
+    block_absent_modules(script)
+    os.environ.setdefault("KERAS_BACKEND", "jax")  # before zoo imports Keras
+    import keras
+
+    import zoo  # noqa: F401  (registers the layers)
+
+    assert keras.backend.backend() == "jax", "run needs KERAS_BACKEND=jax"
+    (name,) = selected(rows, names)
+    return name, f"[{slug(name)}]"
+
+
+def bucket_spec(batch_tokens, max_length, bucket_width):
+    """zoo.data.bucket_spec (whose module imports TensorFlow): bounds and batch sizes."""
+    upper = list(range(bucket_width, max_length, bucket_width)) + [max_length]
+    return upper, [batch_tokens // u for u in upper]
+
+
 def training_module(name):
     """``zoo.training.<name>`` without running ``zoo/training/__init__.py``: that imports
     ``train()`` and ``distill()``, whose modules import TensorFlow (strategy.py, and

@@ -74,12 +74,6 @@ def _vocabulary_folder(config):
     return VOCABULARY.format("-".join(str(getattr(config, f)) for f in VOCABULARY_FIELDS))
 
 
-def _bucket_spec(batch_tokens, max_length, bucket_width):
-    """zoo.data.bucket_spec (whose module imports TensorFlow): bounds and batch sizes."""
-    upper = list(range(bucket_width, max_length, bucket_width)) + [max_length]
-    return upper, [batch_tokens // u for u in upper]
-
-
 def _row_config(name, epochs):
     from zoo.models.tagger import get_config
 
@@ -97,7 +91,7 @@ def prepare(args):
     rows = gpu_rows.selected(ROWS, args.rows)
     configs = [_row_config(name, 1) for name in rows]
     sizes = (configs[0].batch_tokens, configs[0].max_length, 8)
-    assert _bucket_spec(*sizes) == bucket_spec(*sizes), "the numpy batches drifted from zoo's"
+    assert gpu_rows.bucket_spec(*sizes) == bucket_spec(*sizes), "the numpy batches drifted"
     os.makedirs(args.dir, exist_ok=True)
     data = {split: task.load_data(split) for split in SPLITS}
     for folder_name in sorted({_vocabulary_folder(c) for c in configs}):
@@ -170,7 +164,7 @@ def _batches(sentences, config, bucket_width, order, full_rows, word_dropout=0.0
     goes out when it is full, padded to the bound; the partial batches go out last, padded
     with empty sentences to the full batch size when ``full_rows``. Word dropout replaces real
     word ids by the OOV id (1), the characters kept."""
-    upper, sizes = _bucket_spec(config.batch_tokens, config.max_length, bucket_width)
+    upper, sizes = gpu_rows.bucket_spec(config.batch_tokens, config.max_length, bucket_width)
     xpos = bool(config.num_xpos_tags)
     pending, batches = [[] for _ in upper], []
 
@@ -250,17 +244,11 @@ def _tag(model, config, batches):
 
 def train_row(args):
     """One row, in this process: train, keep the best dev epoch's EMA weights, tag dev."""
-    gpu_rows.block_absent_modules("tagger_sweep_gpu.py")
-    os.environ.setdefault("KERAS_BACKEND", "jax")
-
+    name, tag = gpu_rows.start_row("tagger_sweep_gpu.py", ROWS, args.rows)
     import keras
 
-    import zoo  # noqa: F401  (registers the layers)
     from zoo.models.tagger import build_tagger
 
-    assert keras.backend.backend() == "jax", "run needs KERAS_BACKEND=jax"
-    (name,) = gpu_rows.selected(ROWS, args.rows)
-    tag = f"[{gpu_rows.slug(name)}]"
     config = _row_config(name, args.epochs)
     vocabulary = os.path.join(args.dir, _vocabulary_folder(config))
     with open(os.path.join(vocabulary, "sizes.json")) as f:

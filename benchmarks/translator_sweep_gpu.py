@@ -78,12 +78,6 @@ HISTORY = "history.json"  # OUT/<row>/: the row's epochs, timings and settings
 TRANSLATIONS = "translations.npz"  # OUT/<row>/: "last.beam5", ... ids, cut after EOS, val order
 
 
-def _bucket_spec(batch_tokens, max_length, bucket_width):
-    """zoo.data.bucket_spec (whose module imports TensorFlow): bounds and batch sizes."""
-    upper = list(range(bucket_width, max_length, bucket_width)) + [max_length]
-    return upper, [batch_tokens // u for u in upper]
-
-
 # ------------------------------------------------------------------------------------ prepare
 def prepare(args):
     """Learn each vocabulary the rows need; keep the train and val ids and the val references."""
@@ -96,7 +90,7 @@ def prepare(args):
     configs = [get_config("small", **ROWS[name]) for name in rows]
     for config in configs:
         sizes = (config.batch_tokens, config.max_length, config.bucket_width)
-        assert _bucket_spec(*sizes) == bucket_spec(*sizes), "the numpy batches drifted from zoo's"
+        assert gpu_rows.bucket_spec(*sizes) == bucket_spec(*sizes), "the numpy batches drifted"
         if config.data_dir:
             sys.exit("The rows train on Multi30k: data_dir must stay empty.")
     os.makedirs(args.dir, exist_ok=True)
@@ -204,7 +198,7 @@ def _batches(examples, config, order, full_rows):
     when ``full_rows``."""
     from zoo.special_ids import BOS_ID, EOS_ID
 
-    upper, sizes = _bucket_spec(config.batch_tokens, config.max_length, config.bucket_width)
+    upper, sizes = gpu_rows.bucket_spec(config.batch_tokens, config.max_length, config.bucket_width)
     pending, batches = [[] for _ in upper], []
 
     def batch(indices, bucket, rows):
@@ -236,16 +230,10 @@ def _batches(examples, config, order, full_rows):
 
 def train_row(args):
     """One row, in this process: train, keep the last epochs' weights, decode val."""
-    gpu_rows.block_absent_modules("translator_sweep_gpu.py")
-    os.environ.setdefault("KERAS_BACKEND", "jax")
-
+    name, tag = gpu_rows.start_row("translator_sweep_gpu.py", ROWS, args.rows)
     import keras
 
-    import zoo  # noqa: F401  (registers the layers)
 
-    assert keras.backend.backend() == "jax", "run needs KERAS_BACKEND=jax"
-    (name,) = gpu_rows.selected(ROWS, args.rows)
-    tag = f"[{gpu_rows.slug(name)}]"
     config = _row_config(name, args.epochs, args.bucket_width)
     losses, optimizers = gpu_rows.training_module("losses"), gpu_rows.training_module("optimizer")
     from zoo.models.translator import build_translator
