@@ -160,8 +160,9 @@ class MultiHeadAttention(keras.layers.Layer):
 
     # ------------------------------------------------------------------ projections
     def _split_heads(self, x, head_dim):
-        # (B, T, N*H) -> (B, T, N, H)
-        return ops.reshape(x, (ops.shape(x)[0], ops.shape(x)[1], self.num_heads, head_dim))
+        # (B, T, N*H) -> (B, T, N, H); one shape op (each is several graph ops to trace)
+        batch, length = ops.shape(x)[:2]
+        return ops.reshape(x, (batch, length, self.num_heads, head_dim))
 
     def _project_query(self, query):
         return self._split_heads(self.query_dense(query), self.key_dim)
