@@ -287,8 +287,8 @@ def build_parser():
                          help="keep the weights of this many last epochs, for zoo average")
         sub.add_argument("--init-from", metavar="DIR",
                          help="start a new run from the weights of the trained model in DIR "
-                         "(any task, the same vocabulary), layer by layer where names and "
-                         "shapes match; a resumed run starts from its backup")
+                         "(any task), layer by layer where names and shapes match, and with "
+                         "its vocabulary; a resumed run starts from its backup")
         sub.add_argument("--backup-every", type=positive_int, default=BACKUP_EVERY, metavar="N",
                          help="back up the training state every N steps too (a killed run "
                          f"resumes there; default {BACKUP_EVERY})")

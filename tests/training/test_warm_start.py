@@ -71,7 +71,8 @@ class WeightsAtStart(keras.callbacks.Callback):
 
 
 def test_a_new_run_starts_from_them_and_a_resumed_run_from_its_backup(translator_folder, tmp_path):
-    workdir = nat_workdir(tmp_path / "nat", translator_folder)
+    """From an empty workdir: the run takes the translator's vocabulary, not one of its own."""
+    workdir = str(tmp_path / "nat")
     task = get_task("nat")
     translator = keras.models.load_model(translator_folder / MODEL_FILE)
     expected = translator.get_layer("embedding").get_weights()[0]
@@ -85,6 +86,8 @@ def test_a_new_run_starts_from_them_and_a_resumed_run_from_its_backup(translator
         return model, start.embedding
 
     first, at_start = run(1)
+    vocabulary = (translator_folder / SENTENCEPIECE_FILE).read_bytes()
+    assert (tmp_path / "nat" / SENTENCEPIECE_FILE).read_bytes() == vocabulary
     np.testing.assert_array_equal(at_start, expected)
     trained = first.get_layer("embedding").get_weights()[0]
     assert not np.allclose(trained, expected)  # it trained
@@ -143,3 +146,31 @@ def test_a_vocabulary_of_other_bytes_but_the_same_pieces_is_the_same(translator_
     proto.pieces[-1].piece += "\u2581zz"  # one piece differs: another mapping
     (tmp_path / "nat" / SENTENCEPIECE_FILE).write_bytes(proto.SerializeToString())
     assert not task.same_vocabulary(str(translator_folder), workdir)
+
+
+def test_a_teachers_vocabulary_comes_before_the_starting_models(translator_folder, tmp_path):
+    """A distilled run's vocabulary is its teacher's, whatever --init-from names (warm_start
+    then refuses a starting model with another one)."""
+    teacher = tmp_path / "kd"
+    teacher.mkdir()
+    task = get_task("nat")
+    config = task.get_config("tiny", **{**SIZES, "vocab_size": 500}, data_dir=str(teacher))
+    task.make_vocabulary(dataclasses.replace(config, data_dir=""), str(teacher),
+                         load_multi30k("train")[:400])
+    workdir = tmp_path / "nat"
+    workdir.mkdir()
+    vocabulary = task.prepare_vocabulary(config, str(workdir), PAIRS,
+                                         init_from=str(translator_folder))
+    assert vocabulary.vocab_size == 500
+    assert (workdir / SENTENCEPIECE_FILE).read_bytes() == (teacher / SENTENCEPIECE_FILE).read_bytes()
+
+
+def test_a_vocabulary_of_another_size_than_the_configs_names_the_flag_that_fits(
+    translator_folder, tmp_path
+):
+    task = get_task("nat")
+    config = task.get_config("tiny", **{**SIZES, "vocab_size": 1000})
+    with pytest.raises(ValueError, match="has 400 pieces, the config says vocab_size=1000: "
+                                         "use --vocab-size 400"):  # fmt: skip
+        train(task, config, str(tmp_path / "nat"), train_data=PAIRS, validation_data=PAIRS[:8],
+              verbose=0, init_from=str(translator_folder))

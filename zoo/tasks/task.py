@@ -9,7 +9,10 @@ prediction. A new kind of run is a new subclass in a file of its own, added to
 """
 
 import os
+import shutil
+import sys
 
+from zoo.artifacts import written_atomically
 from zoo.models.presets import from_presets
 
 __all__ = ["Task"]
@@ -57,11 +60,31 @@ class Task:
         """The examples ``train()`` trains on when it is given none: :attr:`train_split`'s."""
         return self.load_data(self.train_split)
 
-    def prepare_vocabulary(self, config, workdir, train_data, verbose=False):
-        """The workdir's vocabulary: made once from the training data, then read back."""
-        if not os.path.exists(os.path.join(workdir, self.vocabulary_file)):
+    def prepare_vocabulary(self, config, workdir, train_data, verbose=False, init_from=None):
+        """The workdir's vocabulary: made once from the training data, then read back.
+
+        A new run that starts from another model's weights (``init_from``, ``--init-from``)
+        takes that model's vocabulary instead, the one its embedding rows mean, unless the
+        config names a vocabulary of its own (:meth:`given_vocabulary`): then
+        :func:`zoo.training.warm_start` checks that the two are the same.
+        """
+        path = os.path.join(workdir, self.vocabulary_file)
+        if os.path.exists(path):
+            return self.read_vocabulary(workdir)
+        theirs = os.path.join(init_from, self.vocabulary_file) if init_from else None
+        if theirs and os.path.exists(theirs) and not self.given_vocabulary(config):
+            if verbose:
+                print(f"using {theirs}, the vocabulary of the weights it starts from",
+                      file=sys.stderr, flush=True)  # fmt: skip
+            with written_atomically(path) as temporary:
+                shutil.copyfile(theirs, temporary)
+        else:
             self.make_vocabulary(config, workdir, train_data, verbose=verbose)
         return self.read_vocabulary(workdir)
+
+    def given_vocabulary(self, config):
+        """The vocabulary file that ``config`` names (a translator's teacher's), or None."""
+        return None
 
     def make_vocabulary(self, config, workdir, train_data, verbose=False):
         """Learn the vocabulary from the training data and write it in ``workdir``.

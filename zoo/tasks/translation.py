@@ -72,8 +72,8 @@ class TranslationTask(Task):
         """Learn the joint vocabulary from the pairs; a ``zoo distill`` folder's is its
         teacher's, which the student takes as it is (the student's outputs then read as the
         teacher's, so the teacher can rescore them)."""
-        teachers = os.path.join(config.data_dir, SENTENCEPIECE_FILE) if config.data_dir else ""
-        if teachers and os.path.exists(teachers):
+        teachers = self.given_vocabulary(config)
+        if teachers:
             pieces = SentencePieceTokenizer(teachers).vocab_size
             if pieces != config.vocab_size:
                 raise ValueError(
@@ -95,6 +95,11 @@ class TranslationTask(Task):
             texts, os.path.join(workdir, SENTENCEPIECE_PREFIX), vocab_size=config.vocab_size
         )
 
+    def given_vocabulary(self, config):
+        """The teacher's vocabulary in a ``zoo distill`` folder (``config.data_dir``), if any."""
+        teachers = os.path.join(config.data_dir, SENTENCEPIECE_FILE) if config.data_dir else ""
+        return teachers if os.path.exists(teachers) else None
+
     def load_vocabulary(self, folder):
         return SentencePieceTokenizer(os.path.join(folder, SENTENCEPIECE_FILE))
 
@@ -109,7 +114,7 @@ class TranslationTask(Task):
         if vocabulary.vocab_size != config.vocab_size:
             raise ValueError(
                 f"The vocabulary has {vocabulary.vocab_size} pieces, the config says "
-                f"vocab_size={config.vocab_size}."
+                f"vocab_size={config.vocab_size}: use --vocab-size {vocabulary.vocab_size}."
             )
         return config
 

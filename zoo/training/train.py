@@ -192,8 +192,9 @@ def train(
             checkpoint averaging (``zoo average``).
         init_from: a folder of a trained model (any task) with the same vocabulary: a new
             run starts from its weights, layer by layer where names and shapes match
-            (:func:`zoo.training.warm_start.warm_start`). A resumed run starts from its
-            backup instead.
+            (:func:`zoo.training.warm_start.warm_start`), and a new workdir takes its
+            vocabulary (unless the config names one: a translator's teacher's). A resumed
+            run starts from its backup instead.
         **task_options: the task's own options (the translator's ``bleu_sample_size``).
 
     Returns:
@@ -219,7 +220,8 @@ def train(
     os.makedirs(workdir, exist_ok=True)  # after the data, which may be missing
     vocabulary_dir = workdir
     if chief:
-        vocabulary = task.prepare_vocabulary(config, workdir, train_data, verbose=bool(verbose))
+        vocabulary = task.prepare_vocabulary(config, workdir, train_data, verbose=bool(verbose),
+                                             init_from=init_from)
     else:  # the chief makes it; every worker must train on the same one
         wait_for_file(os.path.join(workdir, task.vocabulary_file), VOCABULARY_TIMEOUT)
         vocabulary = task.read_vocabulary(workdir)
