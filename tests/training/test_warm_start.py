@@ -165,7 +165,7 @@ def test_a_teachers_vocabulary_comes_before_the_starting_models(translator_folde
     assert (workdir / SENTENCEPIECE_FILE).read_bytes() == (teacher / SENTENCEPIECE_FILE).read_bytes()
 
 
-def test_a_vocabulary_of_another_size_than_the_configs_names_the_flag_that_fits(
+def test_another_size_of_vocabulary_and_a_missing_folder_get_errors_that_say_what_to_do(
     translator_folder, tmp_path
 ):
     task = get_task("nat")
@@ -174,3 +174,7 @@ def test_a_vocabulary_of_another_size_than_the_configs_names_the_flag_that_fits(
                                          "use --vocab-size 400"):  # fmt: skip
         train(task, config, str(tmp_path / "nat"), train_data=PAIRS, validation_data=PAIRS[:8],
               verbose=0, init_from=str(translator_folder))
+    with pytest.raises(FileNotFoundError, match="--init-from .*nowhere: no such folder"):
+        train(task, config, str(tmp_path / "nat2"), train_data=PAIRS, verbose=0,
+              init_from=str(tmp_path / "nowhere"))
+    assert not (tmp_path / "nat2").exists()  # refused before the workdir or a vocabulary

@@ -211,6 +211,8 @@ def train(
 
     task = get_task(task)
     task.check_config(config)
+    if init_from and not os.path.isdir(init_from):  # before any vocabulary is learned
+        raise FileNotFoundError(f"--init-from {init_from}: no such folder")
     if train_data is None:
         train_data = task.training_data(config)
     if validation_data is None:
