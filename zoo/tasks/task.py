@@ -73,14 +73,19 @@ class Task:
             return self.read_vocabulary(workdir)
         theirs = os.path.join(init_from, self.vocabulary_file) if init_from else None
         if theirs and os.path.exists(theirs) and not self.given_vocabulary(config):
-            if verbose:
-                print(f"using {theirs}, the vocabulary of the weights it starts from",
-                      file=sys.stderr, flush=True)  # fmt: skip
-            with written_atomically(path) as temporary:
-                shutil.copyfile(theirs, temporary)
+            self.copy_vocabulary(theirs, workdir, verbose, "the vocabulary of the weights it "
+                                 "starts from")  # fmt: skip
         else:
             self.make_vocabulary(config, workdir, train_data, verbose=verbose)
         return self.read_vocabulary(workdir)
+
+    def copy_vocabulary(self, source, workdir, verbose=False, what="the vocabulary"):
+        """Write the vocabulary file ``source`` into ``workdir`` as it is (atomically); with
+        ``verbose``, say so on stderr, naming it ``what``."""
+        if verbose:
+            print(f"using {what}, {source}", file=sys.stderr, flush=True)
+        with written_atomically(os.path.join(workdir, self.vocabulary_file)) as temporary:
+            shutil.copyfile(source, temporary)
 
     def given_vocabulary(self, config):
         """The vocabulary file that ``config`` names (a translator's teacher's), or None."""

@@ -8,13 +8,12 @@ model and a strings-to-strings SavedModel.
 """
 
 import os
-import shutil
 import sys
 
 import keras
 import sentencepiece
 
-from zoo.artifacts import SENTENCEPIECE_FILE, SENTENCEPIECE_PREFIX, written_atomically
+from zoo.artifacts import SENTENCEPIECE_FILE, SENTENCEPIECE_PREFIX
 from zoo.data import (
     SentencePieceTokenizer,
     load_multi30k,
@@ -80,10 +79,7 @@ class TranslationTask(Task):
                     f"{teachers} (the teacher's vocabulary) has {pieces} pieces, but "
                     f"vocab_size={config.vocab_size}: use --vocab-size {pieces}"
                 )
-            if verbose:
-                print(f"using the teacher's vocabulary, {teachers}", file=sys.stderr, flush=True)
-            with written_atomically(os.path.join(workdir, SENTENCEPIECE_FILE)) as temporary:
-                shutil.copyfile(teachers, temporary)
+            self.copy_vocabulary(teachers, workdir, verbose, "the teacher's vocabulary")
             return
         texts = [text for pair in train_data for text in pair][: config.vocab_sample_size]
         if verbose:
