@@ -19,6 +19,10 @@ import numpy as np
 ABSENT = ("tensorflow", "tensorflow_text", "sentencepiece", "sacrebleu", "pandas", "h5py")
 
 
+HISTORY = "history.json"  # OUT/<row>/: the row's epochs, timings, settings (and scores)
+RUN = "run.json"  # OUT/: the run step's settings, wall time and exit codes
+
+
 def slug(name):
     """A folder name for a row name (as benchmarks/common.slug, which imports TensorFlow)."""
     return "".join(c if c.isalnum() else "-" for c in name).strip("-").replace("--", "-")
@@ -132,6 +136,39 @@ def write_json(path, value):
     with open(path + ".tmp", "w") as f:
         json.dump(value, f, indent=1)
     os.replace(path + ".tmp", path)
+
+
+def row_history(out, name):
+    """The history that row ``name`` wrote in OUT, or None if it wrote none."""
+    path = os.path.join(out, slug(name), HISTORY)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def finished_histories(out, rows):
+    """``[(name, history)]`` of the rows of ``rows`` that finished in OUT, in that order; a row
+    that began but did not finish is named on stdout and left out."""
+    finished = []
+    for name in rows:
+        history = row_history(out, name)
+        if history is None:
+            continue
+        if not history["finished"]:
+            print(f"{out}: {name}: not finished ({len(history['epochs'])} epochs); left out")
+            continue
+        finished.append((name, history))
+    return finished
+
+
+def run_settings(out):
+    """What the run step wrote to OUT/run.json; {} if it wrote none."""
+    path = os.path.join(out, RUN)
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
 
 
 def device_line():

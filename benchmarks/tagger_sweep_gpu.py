@@ -66,7 +66,7 @@ ROWS = {
 
 VOCABULARY = "vocab-{}"  # DIR's folder of one vocabulary's settings: encoded.npz, sizes.json
 VOCABULARY_FIELDS = ("lowercase", "min_word_count", "max_word_length")
-HISTORY = "history.json"  # OUT/<row>/: the row's epochs, timings, settings and dev scores
+HISTORY = gpu_rows.HISTORY  # OUT/<row>/: the row's epochs, timings, settings and dev scores
 SPLITS = ("train", "dev")
 
 
@@ -141,16 +141,14 @@ def run(args):
         if getattr(args, option) is not None:
             forwarded += ["--" + option.replace("_", "-"), str(getattr(args, option))]
     codes, wall = gpu_rows.launch(__file__, args.dir, args.out, rows, forwarded, args.parallel)
-    gpu_rows.write_json(os.path.join(args.out, "run.json"), {
+    gpu_rows.write_json(os.path.join(args.out, gpu_rows.RUN), {
         "rows": rows, "parallel": args.parallel, "epochs": args.epochs,
         "train_seconds": args.train_seconds, "bucket_width": args.bucket_width,
         "wall_seconds": round(wall, 1), "exit_codes": codes})
     print(f"\nwall {wall:.0f} s for {len(rows)} rows")
     for name in rows:
-        path = os.path.join(args.out, gpu_rows.slug(name), HISTORY)
-        if os.path.exists(path):
-            with open(path) as f:
-                history = json.load(f)
+        history = gpu_rows.row_history(args.out, name)
+        if history is not None:
             seconds = [e["seconds"] for e in history["epochs"]]
             print(f"{name}: {len(seconds)} epochs, {sum(seconds):.0f} s (first {seconds[0]:.0f} "
                   f"s), dev {history.get('dev', {}).get('accuracy', '-')}", flush=True)
@@ -350,24 +348,13 @@ def report(args):
 
     rows, devices, subsets, notes = [], set(), set(), []
     for number, out in enumerate(args.out, 1):
-        settings = {}
-        if os.path.exists(os.path.join(out, "run.json")):
-            with open(os.path.join(out, "run.json")) as f:
-                settings = json.load(f)
+        settings = gpu_rows.run_settings(out)
         stop = (f", stopped after {settings['epochs']} epochs or the epoch that passed "
                 f"{settings['train_seconds']:.0f} s of training (the first epoch's compiling "
                 "included), whichever came first" if settings.get("train_seconds") else "")
         notes.append(f"run {number}: {settings.get('parallel', '?')} rows at a time on the one "
                      f"GPU{stop}")
-        for name in ROWS:
-            path = os.path.join(out, gpu_rows.slug(name), HISTORY)
-            if not os.path.exists(path):
-                continue
-            with open(path) as f:
-                history = json.load(f)
-            if not history["finished"]:
-                print(f"{out}: {name}: not finished ({len(history['epochs'])} epochs); left out")
-                continue
+        for _, history in gpu_rows.finished_histories(out, ROWS):
             devices.add(history["device"])
             subsets.add((history["train_sentences"], history["dev_sentences"]))
             done, dev = len(history["epochs"]), history["dev"]

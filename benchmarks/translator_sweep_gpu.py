@@ -74,7 +74,7 @@ SEARCHES = {"beam5": {"method": "beam", "beam_size": 5}, "greedy": {"method": "g
 WEIGHTS = ("last", "avg")
 VOCABULARY = "vocab-{}"  # DIR's folder of one vocabulary size: sentencepiece.model, ids.npz
 REFERENCES = "val.references.json"
-HISTORY = "history.json"  # OUT/<row>/: the row's epochs, timings and settings
+HISTORY = gpu_rows.HISTORY  # OUT/<row>/: the row's epochs, timings and settings
 TRANSLATIONS = "translations.npz"  # OUT/<row>/: "last.beam5", ... ids, cut after EOS, val order
 
 
@@ -155,10 +155,10 @@ def run(args):
     if args.save_weights:
         forwarded.append("--save-weights")
     codes, wall = gpu_rows.launch(__file__, args.dir, args.out, rows, forwarded, args.parallel)
-    with open(os.path.join(args.out, "run.json"), "w") as f:
-        json.dump({"rows": rows, "parallel": args.parallel, "epochs": args.epochs,
-                   "train_seconds": args.train_seconds, "wall_seconds": round(wall, 1),
-                   "exit_codes": codes}, f, indent=1)
+    gpu_rows.write_json(os.path.join(args.out, gpu_rows.RUN), {
+        "rows": rows, "parallel": args.parallel, "epochs": args.epochs,
+        "train_seconds": args.train_seconds, "wall_seconds": round(wall, 1),
+        "exit_codes": codes})
     _print_timings(args.out, rows, wall)
     if any(codes.values()):
         sys.exit(f"rows failed: {[name for name, code in codes.items() if code]}")
@@ -168,12 +168,10 @@ def _print_timings(out, rows, wall):
     print(f"\nwall {wall:.0f} s for {len(rows)} rows")
     print("row | epochs | train s | first epoch s | s/epoch after | decode s")
     for name in rows:
-        path = os.path.join(out, gpu_rows.slug(name), HISTORY)
-        if not os.path.exists(path):
+        history = gpu_rows.row_history(out, name)
+        if history is None:
             print(f"{name} | no history")
             continue
-        with open(path) as f:
-            history = json.load(f)
         seconds = [e["seconds"] for e in history["epochs"]]
         after = f"{np.median(seconds[1:]):.1f}" if len(seconds) > 1 else "-"
         decode = sum(history.get("decode_seconds", {}).values())
@@ -375,23 +373,9 @@ def report(args):
 
     with open(os.path.join(args.dir, REFERENCES), encoding="utf-8") as f:
         references = json.load(f)
-    run_path = os.path.join(args.out, "run.json")
-    run_settings = {}
-    if os.path.exists(run_path):
-        with open(run_path) as f:
-            run_settings = json.load(f)
+    run_settings = gpu_rows.run_settings(args.out)
     parallel = run_settings.get("parallel")
-    histories = []
-    for name in ROWS:
-        path = os.path.join(args.out, gpu_rows.slug(name), HISTORY)
-        if not os.path.exists(path):
-            continue
-        with open(path) as f:
-            history = json.load(f)
-        if not history["finished"]:
-            print(f"{name}: not finished ({len(history['epochs'])} epochs); left out")
-            continue
-        histories.append(history)
+    histories = [history for _, history in gpu_rows.finished_histories(args.out, ROWS)]
     if not histories:
         sys.exit(f"{args.out}: no finished rows")
     # Rows stopped by --train-seconds finish different numbers of epochs; the val loss at the
