@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test bench notebooks clean
+.PHONY: demo test bench notebooks wheels colab clean
 
 # uv installs the pinned set in about a minute where pip takes two (parallel downloads); it is
 # itself pinned and lives in the venv. --compile-bytecode, because pip compiles on install and
@@ -46,5 +46,32 @@ bench: $(BENCH_STAMP)
 notebooks: $(STAMP)
 	$(BIN)/python -m pytest tests/test_notebooks.py
 
+# Does every Python that requires-python admits get the whole pinned set (constraints.txt, all
+# extras) from binary wheels? pip resolves it for each, installing nothing; needs the registry.
+wheels: $(STAMP)
+	$(BIN)/python tools/check_wheels.py
+
+# Colab's runtime on this machine: a venv of the versions Colab has preinstalled
+# (constraints-colab.txt), the notebooks with zoo installed by their own first cell (pip, from
+# this folder, as a Colab user would), what that cell added, then the whole suite. Colab's
+# Python is 3.13: COLAB_PYTHON=python3.13 to use it (the default is the one `make test` uses).
+COLAB_PYTHON ?= $(PYTHON)
+COLAB_VENV := .venv-colab
+COLAB_TEST_TOOLS := pytest-xdist execnet hypothesis sortedcontainers
+colab:
+	rm -rf $(COLAB_VENV)
+	$(COLAB_PYTHON) -m venv $(COLAB_VENV)
+	$(COLAB_VENV)/bin/python -m pip install -q --disable-pip-version-check uv==$(UV_VERSION)
+	$(COLAB_VENV)/bin/python -m uv pip install -q --python $(COLAB_VENV)/bin/python -r constraints-colab.txt
+	@# The test tools that Colab lacks, at the versions `make test` uses.
+	grep -iE '^($(subst $() ,|,$(COLAB_TEST_TOOLS)))==' constraints.txt > $(COLAB_VENV)/test-tools.txt
+	$(COLAB_VENV)/bin/python -m uv pip install -q --python $(COLAB_VENV)/bin/python -r $(COLAB_VENV)/test-tools.txt
+	$(COLAB_VENV)/bin/python -m pip freeze | sort > $(COLAB_VENV)/before.txt
+	ZOO_SOURCE=$(CURDIR) $(COLAB_VENV)/bin/python -m pytest -n 0 tests/test_notebooks.py
+	$(COLAB_VENV)/bin/python -m pip freeze | sort > $(COLAB_VENV)/after.txt
+	@echo "What the notebooks' install cell added to Colab's packages, or changed:"
+	@comm -13 $(COLAB_VENV)/before.txt $(COLAB_VENV)/after.txt
+	$(COLAB_VENV)/bin/python -m pytest
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) $(COLAB_VENV) .pytest_cache

@@ -372,7 +372,7 @@ def main(argv=None):
         raise _usage_error(_unknown_flags(args, unknown))
     _check_model_folder(args)
     try:
-        cli = _import_commands(quiet=not args.debug and "TF_CPP_MIN_LOG_LEVEL" not in os.environ)
+        cli = _import_commands(quiet=not args.debug)
         cli.run(args)
     except CommandLineError:
         raise
@@ -434,28 +434,38 @@ def _check_model_folder(args):
 
 
 def _import_commands(quiet):
-    """``zoo.cli``, which imports TensorFlow; with ``quiet``, without its C++ log lines.
+    """``zoo.cli``, which imports TensorFlow; with ``quiet``, without its C++ log lines."""
+    if quiet:
+        quiet_native_logs()
+    from zoo import cli
 
-    ``TF_CPP_MIN_LOG_LEVEL`` silences TensorFlow's own logging, but the CUDA probes of its
-    shared libraries write to stderr through absl before that setting is read, so stderr is
-    closed while they load. Python errors still surface: they are raised, not written.
+    return cli
+
+
+def quiet_native_logs():
+    """Keep TensorFlow's and XLA's C++ log lines off the terminal for the rest of the process,
+    while Python's ``sys.stderr`` (progress, warnings, errors) still reaches it. Call it before
+    importing TensorFlow. It does nothing where ``TF_CPP_MIN_LOG_LEVEL`` is set already: by a
+    user who chose what to see, or by an earlier call.
+
+    ``TF_CPP_MIN_LOG_LEVEL`` alone does not do it: the CUDA probes of TensorFlow's shared
+    libraries write through absl before the setting is read, and TensorFlow 2.20 logs XLA's
+    first compile whatever it says. So file descriptor 2, where C++ writes, goes to /dev/null,
+    and ``sys.stderr`` writes to a copy of the terminal's. Subprocesses inherit the /dev/null:
+    pass them ``stderr=sys.stderr``. A C++ abort's last words go with it (``zoo --debug``
+    keeps them).
     """
-    if not quiet:
-        from zoo import cli
-
-        return cli
+    if "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+        return
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
     sys.stderr.flush()
-    saved = os.dup(2)
+    terminal = os.dup(2)
     null = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 2)
-        from zoo import cli
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(null)
-    return cli
+    os.dup2(null, 2)
+    os.close(null)
+    sys.stderr = open(
+        terminal, "w", buffering=1, encoding=sys.stderr.encoding, errors=sys.stderr.errors
+    )
 
 
 def _unknown_flags(args, unknown):

@@ -41,7 +41,9 @@ import sys
 import tempfile
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+from zoo_cli import quiet_native_logs  # noqa: E402
+
+quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

@@ -24,7 +24,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+from zoo_cli import quiet_native_logs  # noqa: E402
+
+quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
 
 import common  # noqa: E402  (benchmarks/common.py)
 from zoo.data import load_multi30k  # noqa: E402

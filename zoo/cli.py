@@ -135,7 +135,8 @@ def cmd_bench(args):
             if name.endswith(".py")
         )
         raise FileNotFoundError(f"no benchmark {args.name!r}; choose from {names}")
-    raise SystemExit(subprocess.call([sys.executable, script, *args.rest]))
+    # stderr: the terminal's, not the /dev/null that a quiet start gives C++ (zoo_cli).
+    raise SystemExit(subprocess.call([sys.executable, script, *args.rest], stderr=sys.stderr))
 
 
 COMMANDS = {

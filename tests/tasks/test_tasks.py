@@ -3,6 +3,8 @@
 import dataclasses
 import json
 import os
+import re
+import zipfile
 
 import keras
 import numpy as np
@@ -155,6 +157,47 @@ def test_load_names_the_file_that_is_wrong(tmp_path):
     (folder / "vocabulary.json").write_text('{"format": "something else"}')
     with pytest.raises(ValueError, match=r"vocabulary\.json cannot be read"):
         load(folder)
+
+
+def _rewrite_archive(path, edit_config, keras_version):
+    """Rewrite a ``.keras`` archive in place: its config through ``edit_config``, and the
+    Keras version its metadata records."""
+    with zipfile.ZipFile(path) as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    config = json.loads(files["config.json"])
+    edit_config(config)
+    files["config.json"] = json.dumps(config).encode()
+    metadata = json.loads(files["metadata.json"])
+    metadata["keras_version"] = keras_version
+    files["metadata.json"] = json.dumps(metadata).encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+
+
+def test_load_names_a_newer_keras_that_saved_the_model(tmp_path):
+    # An argument that this Keras's initializer does not know, as Keras 3.13 meets the
+    # `input_axes` of the GlorotUniform configs that Keras 3.15 writes.
+    def add_unknown_argument(config):
+        dense = config["config"]["layers"][-1]["config"]
+        dense["kernel_initializer"]["config"]["future_argument"] = None
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)], name="regressor")
+    path = tmp_path / "model.keras"
+    model.save(path)
+    _rewrite_archive(path, add_unknown_argument, "99.1.0")
+    message = (
+        rf"model\.keras was saved by Keras 99\.1\.0, newer than this Keras "
+        rf"{re.escape(keras.__version__)}, which cannot read it \(GlorotUniform\.__init__\(\) "
+        r"got an unexpected keyword argument 'future_argument'\): upgrade Keras "
+        r"\(pip install 'keras>=99\.1\.0'\)$"
+    )
+    with pytest.raises(ValueError, match=message):
+        load(tmp_path)
+    # Saved by this very Keras, the same failure is a broken file, not a version.
+    _rewrite_archive(path, lambda config: None, keras.__version__)
+    with pytest.raises(ValueError, match=r"model\.keras is not a readable \.keras model"):
+        load(tmp_path)
 
 
 def test_get_task_and_presets():

@@ -6,7 +6,10 @@ returns its task, model and vocabulary.
 """
 
 import collections
+import json
 import os
+import re
+import zipfile
 
 from zoo.artifacts import MODEL_FILE
 from zoo.tasks.nat import NATTask
@@ -65,8 +68,16 @@ def load(folder, task=None, model_file=MODEL_FILE):
     try:
         model = keras.models.load_model(path, compile=False)
     except Exception as error:  # Keras's own messages do not name the file, or name it wrongly
+        cause = _innermost_cause(error)
+        saved_by = _saving_keras_version(path)
+        if saved_by and _version_key(saved_by) > _version_key(keras.__version__):
+            raise ValueError(
+                f"{path} was saved by Keras {saved_by}, newer than this Keras "
+                f"{keras.__version__}, which cannot read it ({cause}): upgrade "
+                f"Keras (pip install 'keras>={saved_by}')"
+            ) from error
         raise ValueError(
-            f"{path} is not a readable .keras model ({first_line(error)}); it may be "
+            f"{path} is not a readable .keras model ({cause}); it may be "
             "truncated: train or export it again"
         ) from error
     if model.name not in TASKS:
@@ -79,3 +90,26 @@ def load(folder, task=None, model_file=MODEL_FILE):
         raise ValueError(f"{folder} holds a {found.name}, not a {expected.name}")
     vocabulary = found.read_vocabulary(folder)
     return Loaded(found, model, vocabulary)
+
+
+def _innermost_cause(error):
+    """The first line of what went wrong: Keras wraps a failed deserialization in one
+    "could not be deserialized" message per level and names the cause last."""
+    marker = "Exception encountered: "
+    text = str(error)
+    return first_line(text.rsplit(marker, 1)[1] if marker in text else error)
+
+
+def _saving_keras_version(path):
+    """The Keras version a ``.keras`` archive records in its ``metadata.json``, or None."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            version = json.loads(archive.read("metadata.json"))["keras_version"]
+    except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile):
+        return None
+    return version if isinstance(version, str) else None
+
+
+def _version_key(version):
+    """``"3.15.1"`` -> ``(3, 15, 1)``: the release numbers, enough to order Keras versions."""
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
