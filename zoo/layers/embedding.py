@@ -9,6 +9,7 @@ from keras import ops
 from zoo.layers.dropout import Dropout
 from zoo.layers.position.learned import LearnedPositionEmbedding
 from zoo.layers.position.sinusoidal import SinusoidalPositionEncoding
+from zoo.layers.shapes import leading_axes
 
 POSITIONS = ("sinusoidal", "learned", None)
 
@@ -142,7 +143,10 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         if reverse:
             hidden = token_ids  # (B, T, D)
             matrix = ops.cast(self.token_embedding.embeddings, hidden.dtype)  # (V, D)
-            return ops.einsum("btd,vd->btv", hidden, matrix)  # (B, T, V)
+            # One plain matmul on (B*T, D): on rank 3 TensorFlow broadcasts the matrix.
+            flat = ops.reshape(hidden, (-1, ops.shape(hidden)[-1]))
+            logits = ops.einsum("ad,vd->av", flat, matrix)  # (B*T, V)
+            return ops.reshape(logits, leading_axes(hidden) + (self.vocab_size,))  # (B, T, V)
         length = token_ids.shape[1]
         static = isinstance(length, int) and isinstance(start_index, numbers.Integral)
         if self.max_length is not None and static:

@@ -8,6 +8,7 @@ from keras import ops
 from zoo.layers.attention.registry import register_attention
 from zoo.layers.attention.scaled_dot_product import SCORE_FUNCTIONS, scaled_dot_product_attention
 from zoo.layers.masking import AttentionMasks, implicit_mask
+from zoo.layers.shapes import leading_axes
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -160,32 +161,36 @@ class MultiHeadAttention(keras.layers.Layer):
 
     # ------------------------------------------------------------------ projections
     def _split_heads(self, x, head_dim):
-        # (B, T, N*H) -> (B, T, N, H); one shape op (each is several graph ops to trace)
-        batch, length = ops.shape(x)[:2]
-        return ops.reshape(x, (batch, length, self.num_heads, head_dim))
+        # (B, T, N*H) -> (B, T, N, H)
+        return ops.reshape(x, leading_axes(x) + (self.num_heads, head_dim))
+
+    def _dense_heads(self, dense, x, head_dims):
+        """``dense`` on ``x`` (B, T, D), split into one ``(B, T, N, H)`` per size in
+        ``head_dims``. The dense runs on ``(B*T, D)``: Keras's Dense on rank 3 is a tensordot,
+        a dozen shape ops in TensorFlow's graph mode."""
+        rows = leading_axes(x)
+        y = dense(ops.reshape(x, (-1, x.shape[-1])))  # (B*T, N * sum(head_dims))
+        heads, start = [], 0
+        for head_dim in head_dims:
+            part = y if len(head_dims) == 1 else y[:, start : start + self.num_heads * head_dim]
+            heads.append(ops.reshape(part, rows + (self.num_heads, head_dim)))
+            start += self.num_heads * head_dim
+        return heads
 
     def _project_query(self, query):
-        return self._split_heads(self.query_dense(query), self.key_dim)
+        return self._dense_heads(self.query_dense, query, (self.key_dim,))[0]
 
     def _project_kv(self, value, key):
-        k = self._split_heads(self.key_dense(key), self.key_dim)
-        v = self._split_heads(self.value_dense(value), self._value_dim)
+        (k,) = self._dense_heads(self.key_dense, key, (self.key_dim,))
+        (v,) = self._dense_heads(self.value_dense, value, (self._value_dim,))
         return k, v
 
     def _project_self(self, x):
         """Queries, keys and values of self-attention, with one matmul when fused."""
         if not self.fused_qkv:
             return (self._project_query(x),) + self._project_kv(x, x)
-        n, hk = self.num_heads, self.key_dim
-        qkv = self.qkv_dense(x)
-        q = qkv[..., : n * hk]
-        k = qkv[..., n * hk : 2 * n * hk]
-        v = qkv[..., 2 * n * hk :]
-        return (
-            self._split_heads(q, hk),
-            self._split_heads(k, hk),
-            self._split_heads(v, self._value_dim),
-        )
+        hk = self.key_dim
+        return tuple(self._dense_heads(self.qkv_dense, x, (hk, hk, self._value_dim)))
 
     # ------------------------------------------------------------------ hooks for variants
     def _transform_qk(self, q, k, offset):
@@ -331,10 +336,10 @@ class MultiHeadAttention(keras.layers.Layer):
         )
         result = self._attend_with_masks(q, k, v, masks, return_attention_scores, training)
         attended, weights = result if return_attention_scores else (result, None)
-        b, t = ops.shape(attended)[0], ops.shape(attended)[1]
         output = self.output_dense(
-            ops.reshape(attended, (b, t, self.num_heads * self._value_dim))
-        )
+            ops.reshape(attended, (-1, self.num_heads * self._value_dim))
+        )  # (B*T, output_dim), a plain matmul (see _dense_heads)
+        output = ops.reshape(output, leading_axes(attended)[:-1] + (output.shape[-1],))
         outputs = (output,)
         if return_attention_scores:
             outputs += (weights,)

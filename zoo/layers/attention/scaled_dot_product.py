@@ -112,6 +112,11 @@ def scaled_dot_product_attention(
             scale = default_scale(score, q.shape[-1])
         out = ops.dot_product_attention(q, k, v, mask=mask, scale=scale)
         return ops.squeeze(out, 2) if single_head else out
+    if _single_query_applies(q, mask, score, scale, bias, dropout and training):
+        out, weights = _single_query_attention(q, k, v, mask, score, scale, return_weights)
+        if single_head:
+            out = ops.squeeze(out, 2)
+        return (out, weights) if return_weights else out
     scores = attention_scores(q, k, score, scale, additive_weight)  # (B, N, T, S)
     # The softmax runs in float32 so that bfloat16/float16 training stays stable.
     scores = ops.cast(scores, "float32")
@@ -144,3 +149,44 @@ def _fused_applies(score, scale, bias, dropout, return_weights):
         and not dropout
         and not return_weights
     )
+
+
+def _single_query_applies(q, mask, score, scale, bias, dropout):
+    """Whether :func:`_single_query_attention` computes this attention: one query per row
+    (a decoding step), a dot-product score with a number for its scale, no bias, no dropout
+    and a mask of the ``(B, T, S)`` contract, if any."""
+    return (
+        q.shape[1] == 1
+        and score in ("scaled_dot", "dot")
+        and (scale is None or isinstance(scale, (int, float)))
+        and bias is None
+        and not dropout
+        and (mask is None or len(mask.shape) == 3)
+    )
+
+
+def _single_query_attention(q, k, v, mask, score, scale, return_weights):
+    """The attention of one query per row as products and sums over the keys' layout.
+
+    ``q`` is ``(B, 1, N, H)``. Scores, softmax and the weighted sum stay in the ``(B, S, N)``
+    layout of the keys, so no transpose or batched matmul runs: at one query those cost more
+    than the arithmetic in TensorFlow's graph mode, at every step of a decoding loop.
+    Returns the attended values ``(B, 1, N, Hv)`` and the weights ``(B, N, 1, S)`` (None
+    unless ``return_weights``).
+    """
+    if scale is None:
+        scale = default_scale(score, q.shape[-1])
+    scores = ops.sum(q * k, axis=-1)  # (B, S, N)
+    if scale != 1.0:
+        scores = scores * ops.cast(scale, scores.dtype)
+    scores = ops.cast(scores, "float32")
+    if mask is not None:
+        mask = ops.expand_dims(ops.cast(mask, "bool")[:, 0, :], 2)  # (B, S, 1)
+        scores = ops.where(mask, scores, mask_value("float32"))
+    # The softmax over the keys (axis 1), written out: softmax on an inner axis transposes.
+    exp = ops.exp(scores - ops.max(scores, axis=1, keepdims=True))
+    weights = ops.cast(exp / ops.sum(exp, axis=1, keepdims=True), v.dtype)  # (B, S, N)
+    out = ops.sum(ops.expand_dims(weights, 3) * v, axis=1, keepdims=True)  # (B, 1, N, Hv)
+    if return_weights:
+        return out, ops.expand_dims(ops.transpose(weights, (0, 2, 1)), 2)  # (B, N, 1, S)
+    return out, None

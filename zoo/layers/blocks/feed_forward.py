@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from zoo.layers.dropout import Dropout
+from zoo.layers.shapes import leading_axes
 
 # The plain activations: FFN(x) = act(x W1 + b1) W2 + b2.
 _PLAIN = ("relu", "gelu")
@@ -113,14 +114,18 @@ class FeedForward(keras.layers.Layer):
         self.built = True
 
     def call(self, inputs, training=None):
-        h = self.inner_dense(inputs)  # (B, T, F) or, gated, (B, T, 2F)
+        # The denses run on (B*T, D): Keras's Dense on rank 3 is a tensordot, a dozen shape
+        # ops in TensorFlow's graph mode.
+        leading = leading_axes(inputs)  # (B, T)
+        h = self.inner_dense(ops.reshape(inputs, (-1, inputs.shape[-1])))  # (B*T, F|2F)
         if self.gated:
             gate, linear = h[..., : self.hidden_dim], h[..., self.hidden_dim :]  # (B, T, F) each
             h = _activate(self.activation, gate) * linear
         else:
             h = _activate(self.activation, h)
-        h = self.inner_dropout(h, training=training)  # (B, T, F)
-        return self.output_dense(h)  # (B, T, output_dim)
+        h = self.inner_dropout(h, training=training)  # (B*T, F)
+        h = self.output_dense(h)  # (B*T, output_dim)
+        return ops.reshape(h, leading + (h.shape[-1],))  # (B, T, output_dim)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.output_dim or input_shape[-1],)
