@@ -790,7 +790,8 @@ def step_and_caches(model, source_ids, max_length, monotonic_window=None):
 
     Returns:
         ``(step, caches)``: ``step(token_ids, caches, index) -> (logits, caches)`` (this
-        module's :func:`step` for ``model``) and the initial caches of :func:`init_caches`.
+        module's :func:`step` for ``model``, on its weights as they were read here) and the
+        initial caches of :func:`init_caches`.
 
     Example:
         >>> from zoo.decoding import greedy_search
@@ -805,7 +806,15 @@ def step_and_caches(model, source_ids, max_length, monotonic_window=None):
     caches = init_caches(
         model, memory, source_padding, max_length, monotonic=monotonic, source_ids=source_ids
     )
-    return functools.partial(step, model, monotonic_window=monotonic_window), caches
+    # Every weight read once, here: in TensorFlow's graph mode a read is an op, which the
+    # search's loop would run at every step (stop_gradient reads it on every backend).
+    weights = [(variable, ops.stop_gradient(variable)) for variable in model.variables]
+
+    def step_fn(token_ids, caches, index):
+        with keras.StatelessScope(weights):
+            return step(model, token_ids, caches, index, monotonic_window=monotonic_window)
+
+    return step_fn, caches
 
 
 def full_logits(model, source_ids, target_in):
