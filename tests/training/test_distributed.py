@@ -10,7 +10,8 @@ import textwrap
 
 from tests.harness import REPO_ROOT
 
-# The tiny translator without dropout (each replica would draw its own masks), on a few pairs.
+# The tiny translator without dropout (each replica would draw its own masks), on a few pairs,
+# at its peak learning rate from the first step, so that the few steps visibly learn.
 _TRAIN = textwrap.dedent(
     """
     import json, sys
@@ -28,8 +29,8 @@ _TRAIN = textwrap.dedent(
     def run(workdir, strategy, epochs):
         task = get_task("translator")
         config = task.get_config("tiny", vocab_size=400, max_length=24, epochs=epochs,
-                                 batch_tokens=512, dropout=0.0, attention_dropout=0.0,
-                                 activation_dropout=0.0)
+                                 batch_tokens=512, warmup_steps=1, dropout=0.0,
+                                 attention_dropout=0.0, activation_dropout=0.0)
         steps = StepLosses()
         train(task, config, workdir, strategy=strategy, train_data=load_multi30k("train")[:160],
               validation_data=load_multi30k("val")[:16], verbose=0, bleu_sample_size=0,
