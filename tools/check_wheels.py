@@ -53,9 +53,11 @@ def resolve(wheel, python_version, constraints):
         )  # fmt: skip
     if result.returncode == 0:
         return None
-    # pip names the package either way: no candidate at all, or none that meets its pin.
-    missing = re.findall(r"No matching distribution found for (\S+)", result.stderr)
-    missing += re.findall(r"The user requested \(constraint\) (\S+)", result.stderr)
+    # pip names the package either way: no candidate at all, or none that meets its pin (that
+    # explanation goes to stdout).
+    output = result.stdout + result.stderr
+    missing = re.findall(r"No matching distribution found for (\S+)", output)
+    missing += re.findall(r"The user requested \(constraint\) (\S+)", output)
     if missing:
         return "no wheel of " + ", ".join(missing)
     lines = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
