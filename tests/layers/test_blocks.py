@@ -257,14 +257,16 @@ def test_cached_decoding_equals_full_causal_pass(kwargs):
     self_cache = block.init_self_cache(B, max_length)
     cross_cache = block.compute_cross_cache(memory) if cross else None
     for t in range(T):
-        outputs = [_np(o) for o in step(x[:, t : t + 1], self_cache, cross_cache, tf.constant(t))]
+        outputs = step(x[:, t : t + 1], self_cache, cross_cache, tf.constant(t))
         if cross:
             out, self_weights, cross_weights, self_cache, same_cross_cache = outputs
-            np.testing.assert_array_equal(same_cross_cache, _np(cross_cache))
+            np.testing.assert_array_equal(_np(same_cross_cache), _np(cross_cache))
+            cross_weights = _np(cross_weights)
             np.testing.assert_allclose(cross_weights[:, :, 0], full[2][:, :, t], atol=1e-5)
         else:
             out, self_weights, self_cache = outputs
-        assert self_cache.shape == (B, 2, max_length, N, D // N)
+        out, self_weights = _np(out), _np(self_weights)
+        assert [tuple(c.shape) for c in self_cache] == [(B, max_length, N, D // N)] * 2
         np.testing.assert_allclose(out[:, 0], full[0][:, t], atol=1e-5, err_msg=f"step {t}")
         np.testing.assert_allclose(self_weights[:, :, 0, :T], full[1][:, :, t], atol=1e-5)
         np.testing.assert_allclose(self_weights[:, :, 0, t + 1 :], 0.0, atol=1e-7)

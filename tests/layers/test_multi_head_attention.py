@@ -175,7 +175,7 @@ def test_cross_attention_cache_equals_recomputing_keys():
     padding = np.array([[1] * S, [1] * 4 + [0] * 3], bool)
     want = layer(query, value, padding_mask=padding)
     cache = layer.compute_cache(value)
-    assert tuple(cache.shape) == (B, 2, S, 2, 8)
+    assert [tuple(c.shape) for c in cache] == [(B, S, 2, 8)] * 2  # keys, values
     got, same_cache = layer(query, cache=cache, padding_mask=padding)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-5)
     np.testing.assert_array_equal(np.asarray(same_cache), np.asarray(cache))

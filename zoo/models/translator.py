@@ -555,7 +555,7 @@ def _decoder_stack(
         if return_cross_attention:
             cross_weights.append(outputs[2])  # (B, N, T, S)
         if caches is not None:
-            new_caches.append(tuple(outputs[-2:]))  # (B, 2, L, N, H), (B, 2, S, N, H)
+            new_caches.append(tuple(outputs[-2:]))  # 2 x (B, L, N, H), 2 x (B, S, N, H)
     if layers.decoder_norm is not None:
         y = layers.decoder_norm(y)
     if layers.output_projection is None:
@@ -671,8 +671,9 @@ def init_caches(
 
     Returns:
         A dict of batch-major tensors: ``"blocks"``, one ``(self, cross)`` pair per decoder
-        block, its empty self-attention cache ``(B, 2, max_length, N, H)`` and its
-        cross-attention cache ``(B, 2, S, N, H)`` computed here once from ``memory``;
+        block, its empty self-attention cache (keys and values, each ``(B, max_length, N,
+        H)``) and its cross-attention cache (each ``(B, S, N, H)``) computed here once from
+        ``memory``;
         ``"source_padding"``; and with a copy mechanism ``"copy_source"``, the
         :class:`~zoo.layers.PointerGenerator`'s ``memory`` ``(B, S, D)``, its ``memory_keys``
         computed here once, and the ``source_ids`` ``(B, S)``.

@@ -46,7 +46,8 @@ class MultiHeadAttention(keras.layers.Layer):
         padding_mask: ``(B, S)`` boolean, True for real keys.
         attention_mask: ``(B, T, S)`` boolean, True where query t may attend key s.
         use_causal_mask: mask out keys after each query (decoder self-attention).
-        cache: a KV cache ``(B, 2, S_max, N, H)``. With ``cache_index`` it is a
+        cache: a KV cache, the pair ``(keys, values)`` of ``(B, S_max, N, H)`` tensors
+            (apart, so that reading them copies nothing). With ``cache_index`` it is a
             self-attention cache: the new keys and values of ``query`` are written at
             ``cache_index`` and the queries attend causally over the filled part. Without
             ``cache_index`` it holds precomputed cross-attention keys and values
@@ -236,18 +237,18 @@ class MultiHeadAttention(keras.layers.Layer):
 
     # ------------------------------------------------------------------ caches
     def init_cache(self, batch_size, max_length, dtype=None):
-        """An empty self-attention cache ``(B, 2, max_length, N, H)``."""
+        """An empty self-attention cache: keys and values, each ``(B, max_length, N, H)``."""
         self._check_cacheable()
-        shape = (batch_size, 2, max_length, self.num_heads, self.key_dim)
-        return ops.zeros(shape, dtype=dtype or self.compute_dtype)
+        shape = (batch_size, max_length, self.num_heads, self.key_dim)
+        dtype = dtype or self.compute_dtype
+        return ops.zeros(shape, dtype=dtype), ops.zeros(shape, dtype=dtype)
 
     def compute_cache(self, value, key=None):
-        """Precompute cross-attention keys and values once: ``(B, 2, S, N, H)``."""
+        """Precompute cross-attention keys and values once, each ``(B, S, N, H)``."""
         self._check_cacheable()
         if self.fused_qkv:
             raise ValueError("A fused-QKV (self-attention) layer has no cross-attention cache.")
-        k, v = self._project_kv(value, value if key is None else key)
-        return ops.stack([k, v], axis=1)
+        return self._project_kv(value, value if key is None else key)
 
     def _check_cacheable(self):
         if not self.supports_cache:
@@ -257,7 +258,7 @@ class MultiHeadAttention(keras.layers.Layer):
             )
         if self._value_dim != self.key_dim:
             raise ValueError(
-                f"The KV cache stores keys and values in one tensor, so it needs "
+                f"The KV cache keeps keys and values of one size, so it needs "
                 f"value_dim == key_dim; got {self._value_dim} and {self.key_dim}."
             )
 
@@ -307,18 +308,20 @@ class MultiHeadAttention(keras.layers.Layer):
             q, k_new, v_new = self._project_self(query)
             offset = ops.cast(cache_index, "int32")
             q, k_new = self._transform_qk(q, k_new, offset)
-            # One update of the whole cache, which XLA does in place inside the decoding loop
-            # (updating the keys and values apart and stacking them copied the cache each step).
-            new = ops.stack([k_new, ops.cast(v_new, k_new.dtype)], axis=1)  # (B, 2, T, N, H)
-            cache = ops.slice_update(cache, [0, 0, offset, 0, 0], ops.cast(new, cache.dtype))
-            k, v = cache[:, 0], cache[:, 1]
+            # XLA writes each in place inside the decoding loop.
+            start = [0, offset, 0, 0]
+            k, v = (
+                ops.slice_update(old, start, ops.cast(new, old.dtype))
+                for old, new in zip(cache, (k_new, v_new))
+            )  # (B, S_max, N, H) each
+            cache = (k, v)
             use_causal_mask = True  # slots after the current step are empty
         elif cache is not None:
             # Cross attention with keys/values precomputed by compute_cache().
             if query_position is not None:
                 offset = ops.cast(query_position, "int32")
             q, _ = self._transform_qk(self._project_query(query), None, offset)
-            k, v = cache[:, 0], cache[:, 1]
+            k, v = cache
         elif self_attention:
             q, k, v = self._project_self(query)
             q, k = self._transform_qk(q, k, 0)

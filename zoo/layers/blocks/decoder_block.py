@@ -57,9 +57,9 @@ class TransformerDecoderBlock(_TransformerBlock):
         attention_mask: ``(B, T, T)`` boolean mask of the self-attention (``(B, T,
             max_length)`` with ``self_cache``).
         use_causal_mask: causal self-attention (default True; always on with a cache).
-        self_cache: the self-attention cache ``(B, 2, max_length, N, H)`` of
+        self_cache: the self-attention cache, keys and values ``(B, max_length, N, H)``, of
             :meth:`init_self_cache`, or of the previous step. Needs ``cache_index``.
-        cross_cache: the cross-attention cache ``(B, 2, S, N, H)`` of
+        cross_cache: the cross-attention cache, keys and values ``(B, S, N, H)``, of
             :meth:`compute_cross_cache`, used instead of ``encoder_output``.
         cache_index: int or scalar int tensor, the position of ``x[:, 0]`` in the
             sequence; the new keys and values are written there in ``self_cache``.
@@ -163,12 +163,13 @@ class TransformerDecoderBlock(_TransformerBlock):
 
     # ------------------------------------------------------------------ caches
     def init_self_cache(self, batch_size, max_length, dtype=None):
-        """An empty self-attention cache ``(B, 2, max_length, N, H)``; the block must be built."""
+        """An empty self-attention cache, keys and values ``(B, max_length, N, H)``; the block
+        must be built."""
         self._check_built("init_self_cache")
         return self.self_attention_layer.init_cache(batch_size, max_length, dtype=dtype)
 
     def compute_cross_cache(self, encoder_output):
-        """The encoder keys and values ``(B, 2, S, N, H)``, computed once per source."""
+        """The encoder keys and values, each ``(B, S, N, H)``, computed once per source."""
         self._check_built("compute_cross_cache")
         if not self.cross_attention:
             raise ValueError("This decoder block has cross_attention=False: no cross cache.")
@@ -215,7 +216,7 @@ class TransformerDecoderBlock(_TransformerBlock):
         if encoder_padding_mask is None and encoder_output is not None:
             encoder_padding_mask = implicit_mask(encoder_output)  # (B, S) or None
         if caching and self.cross_attention and cross_cache is None:
-            cross_cache = self.compute_cross_cache(encoder_output)  # (B, 2, S, N, H)
+            cross_cache = self.compute_cross_cache(encoder_output)  # 2 x (B, S, N, H)
 
         # Causal self-attention sublayer.
         x, self_extra = self._self_attention_sublayer(
@@ -229,7 +230,7 @@ class TransformerDecoderBlock(_TransformerBlock):
             return_attention_scores=return_attention_scores,
         )
         weights = self_extra[:1] if return_attention_scores else ()  # (B, N, T, T|max_length)
-        caches = self_extra[-1:] if caching else ()  # (B, 2, max_length, N, H)
+        caches = self_extra[-1:] if caching else ()  # 2 x (B, max_length, N, H)
 
         # Cross-attention sublayer.
         if self.cross_attention:
@@ -253,7 +254,7 @@ class TransformerDecoderBlock(_TransformerBlock):
                 training,
             )
             weights += cross_extra[:1] if return_attention_scores else ()  # (B, N, T, S)
-            caches += (cross_cache,) if caching else ()  # (B, 2, S, N, H)
+            caches += (cross_cache,) if caching else ()  # 2 x (B, S, N, H)
 
         # Feed-forward sublayer.
         x = self._feed_forward_sublayer(x, training)  # (B, T, D)

@@ -133,9 +133,8 @@ class RotaryAttention(MultiHeadAttention):
 
     def compute_cache(self, value, key=None):
         """Precompute cross-attention keys (rotated at positions 0..S-1) and values."""
-        cache = super().compute_cache(value, key)  # (B, 2, S, N, H)
-        keys = self.rotary(cache[:, 0], start_index=0)
-        return ops.stack([keys, cache[:, 1]], axis=1)
+        keys, values = super().compute_cache(value, key)  # (B, S, N, H) each
+        return self.rotary(keys, start_index=0), values
 
     def get_config(self):
         config = super().get_config()
