@@ -14,8 +14,10 @@ The translators read the first 128 sentences of Multi30k test2016, the tagger th
 of UD English-EWT test, the same ones at both batch sizes. Each path first runs once untimed
 (tracing, and XLA compiling each padded shape), and its outputs are compared with the
 in-process ones; then the paths are timed alternately, round by round, and the median per
-sentence is kept. The ratio is served over in-process time: the target (issue 15) is at most
-1.5 at both batch sizes, and the cost per sentence falling as the batch grows.
+sentence is kept. The ratio is served over in-process time. The targets (issues 15 and 39): the
+plain signatures within 3x at batch 1 and 1.5x at batch 64 (their loop pays TensorFlow's cost per
+op at every step, which XLA does not), the `_xla` ones within 1.5x at both, and the cost per
+sentence falling as the batch grows.
 
     python benchmarks/serving.py [--quick] [--no-record]
 """
@@ -41,7 +43,8 @@ from zoo.tasks import load  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAVED = os.path.join(ROOT, "saved_models")
 TITLE = "Serving: the shipped SavedModels against in-process decoding (ms per sentence)"
-TARGET = 1.5
+# The most served / in-process time of each kind of signature, by batch size.
+TARGETS = {"plain": {1: 3.0, 64: 1.5}, "XLA": {1: 1.5, 64: 1.5}}
 NAT_SETTINGS = {"iterations": 4, "length_beam": 3}  # the NAT's serving_default
 
 
@@ -133,7 +136,7 @@ def main(argv=None):
                     ratio = ms[kind] / ms["in process"]
                     mark = "" if same[kind] else " (outputs differ)"
                     row += [f"{ms[kind]:.1f}", f"{ratio:.2f}{mark}"]
-                    if ratio > TARGET:
+                    if ratio > TARGETS[kind][batch_size]:
                         misses.append(f"{name} {kind} batch {batch_size}: {ratio:.2f}")
                 else:
                     row += ["-", "-"]
@@ -143,7 +146,10 @@ def main(argv=None):
               "served (XLA)", "ratio"]  # fmt: skip
     lines = common.markdown_table(header, rows)
     print("\n".join(lines))
-    print(f"over {TARGET}x: " + ("; ".join(misses) if misses else "none"))
+    targets = ", ".join(
+        f"{kind} within {t[1]}x at batch 1 and {t[64]}x at batch 64" for kind, t in TARGETS.items()
+    )
+    print(f"targets: {targets}; over them: " + ("; ".join(misses) if misses else "none"))
     if not (args.quick or args.no_record):
         notes = [
             f"sentences: the first {count} at both batch sizes (Multi30k test2016 for the "
@@ -151,8 +157,7 @@ def main(argv=None):
             f"{rounds} alternating rounds after an untimed pass; ratio = served / in process",
             "plain: graph-mode signatures (any TF Serving); XLA: the `_xla` signatures "
             "(TF Serving needs `--xla_cpu_compilation_enabled=true`)",
-            f"target: served within {TARGET}x of in process; over it: "
-            + ("; ".join(misses) if misses else "none"),
+            f"targets: {targets}; over them: " + ("; ".join(misses) if misses else "none"),
         ]
         command = "python benchmarks/serving.py" + (f" --rounds {rounds}" if rounds != 3 else "")
         common.publish_table(TITLE, command, header, rows, notes)
