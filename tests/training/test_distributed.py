@@ -1,14 +1,25 @@
-"""train() under tf.distribute on this CPU: MirroredStrategy over two logical CPU devices
-against one device, in a fresh Python (the logical devices must be configured before
-TensorFlow does anything else)."""
+"""train() under tf.distribute on this CPU, against one device, each run in a fresh Python
+(a strategy must be set up before TensorFlow does anything else): MirroredStrategy over two
+logical CPU devices, and MultiWorkerMirroredStrategy on two worker processes on loopback."""
 
+import hashlib
 import json
 import os
+import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
+import types
+
+import keras
+import pytest
+import tensorflow as tf
 
 from tests.harness import REPO_ROOT
+from zoo.artifacts import MODEL_FILE, SENTENCEPIECE_FILE
+from zoo.models.translator import build_translator, get_config
+from zoo.training.strategy import check_distributed_options, fit_across_workers
 
 # The tiny translator without dropout (each replica would draw its own masks), on a few pairs,
 # at its peak learning rate from the first step, so that the few steps visibly learn.
@@ -20,22 +31,52 @@ _TRAIN = textwrap.dedent(
     from zoo.tasks import get_task
     from zoo.training import train
 
-    class StepLosses(keras.callbacks.Callback):
-        def on_train_begin(self, logs=None):
+    class StepLosses(keras.callbacks.Callback):  # over every fit of a run (a resumed one has two)
+        def __init__(self):
+            super().__init__()
             self.losses = []
         def on_train_batch_end(self, batch, logs=None):
             self.losses.append(float(logs["loss"]))
 
-    def run(workdir, strategy, epochs):
+    def run(workdir, strategy, epochs, callbacks=(), **options):
         task = get_task("translator")
         config = task.get_config("tiny", vocab_size=400, max_length=24, epochs=epochs,
                                  batch_tokens=512, warmup_steps=1, dropout=0.0,
                                  attention_dropout=0.0, activation_dropout=0.0)
         steps = StepLosses()
-        train(task, config, workdir, strategy=strategy, train_data=load_multi30k("train")[:160],
-              validation_data=load_multi30k("val")[:16], verbose=0, bleu_sample_size=0,
-              callbacks=[steps])
+        options = {"bleu_sample_size": 0, **options}
+        model, _, _ = train(task, config, workdir, strategy=strategy,
+                            train_data=load_multi30k("train")[:160],
+                            validation_data=load_multi30k("val")[:16], verbose=0,
+                            callbacks=[steps, *callbacks], **options)
+        run.model = model
         return steps.losses
+    """
+)
+
+# One process of a run (a worker of a cluster, or one device): argv = workdir, strategy, and the
+# train() options as JSON, with "epochs" and "kill_at" (SIGKILL after that many batches). It
+# prints the loss after each batch, the optimizer's steps and a digest of the weights.
+_RUN = _TRAIN + textwrap.dedent(
+    """
+    import hashlib, os, signal
+
+    class KillAtBatch(keras.callbacks.Callback):
+        def __init__(self, batches):
+            super().__init__()
+            self.batches, self.seen = batches, 0
+        def on_train_batch_end(self, batch, logs=None):
+            self.seen += 1
+            if self.seen == self.batches:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    options = json.loads(sys.argv[3])
+    epochs, kill_at = options.pop("epochs"), options.pop("kill_at", None)
+    keras.utils.set_random_seed(0)
+    losses = run(sys.argv[1], sys.argv[2], epochs, [KillAtBatch(kill_at)], **options)
+    weights = b"".join(w.tobytes() for w in run.model.get_weights())
+    print(json.dumps({"losses": losses, "steps": int(run.model.optimizer.iterations.numpy()),
+                      "weights": hashlib.sha1(weights).hexdigest()}))
     """
 )
 
@@ -82,3 +123,104 @@ def test_mirrored_over_two_devices_follows_one_device_on_the_same_global_batch(t
     for step, (a, b) in enumerate(zip(one, mirrored)):
         assert abs(a - b) <= 0.02 * a, (step, a, b)
     assert mirrored[-1] < mirrored[0]
+
+
+# ---------------------------------------------------------------- multi_worker
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _workers(workdir, options, count=2, timeout=300):
+    """Run ``_RUN`` on a cluster of ``count`` worker processes on loopback; all are killed if
+    any is still running after ``timeout`` seconds. Returns each one's (status, JSON or None,
+    stderr)."""
+    cluster = {"worker": [f"127.0.0.1:{_free_port()}" for _ in range(count)]}
+    processes = []
+    for index in range(count):
+        task = {"cluster": cluster, "task": {"type": "worker", "index": index}}
+        env = dict(os.environ, TF_CONFIG=json.dumps(task))
+        processes.append(_python(_RUN, str(workdir), "multi_worker", json.dumps(options), env=env))
+    results = []
+    try:
+        for process in processes:
+            out, err = process.communicate(timeout=timeout)
+            lines = out.splitlines()
+            results.append((process.returncode, json.loads(lines[-1]) if lines else None, err))
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"the workers did not finish in {timeout} s")
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
+    return results
+
+
+def _finished(results):
+    for status, _, err in results:
+        assert status == 0, err[-3000:]
+    return [result for _, result, _ in results]
+
+
+def _worker_folder(workdir, index):
+    """Where worker ``index`` (not the chief, worker 0) keeps its training state
+    (zoo.training.strategy.worker_dir, which needs the strategy)."""
+    key = hashlib.sha1(os.path.abspath(workdir).encode()).hexdigest()[:12]
+    return os.path.join(tempfile.gettempdir(), f"zoo-{key}-worker-{index}")
+
+
+def test_two_workers_train_one_model_as_one_device_does_and_only_the_chief_writes(tmp_path):
+    workdir, alone = tmp_path / "cluster", tmp_path / "alone"
+    chief, worker = _finished(_workers(workdir, {"epochs": 1}))
+    one = json.loads(_finish(_python(_RUN, str(alone), "auto", '{"epochs": 1}')).splitlines()[-1])
+    assert chief["steps"] == worker["steps"] == one["steps"] >= 6
+    assert chief["weights"] == worker["weights"]  # one model, all-reduced
+    assert chief["losses"] == worker["losses"]
+    # The same global batches: each worker takes its half of each, and the update averages
+    # the two halves' gradients, which weighs the tokens a little differently from one mean
+    # over the whole batch (as under mirrored).
+    for step, (a, b) in enumerate(zip(one["losses"], chief["losses"])):
+        assert abs(a - b) <= 0.02 * a, (step, a, b)
+    assert chief["losses"][-1] < chief["losses"][0]
+    # The chief wrote the workdir as a run on one device does; the other worker's own state
+    # went with the end of training.
+    assert sorted(os.listdir(workdir)) == sorted(os.listdir(alone))
+    assert {MODEL_FILE, SENTENCEPIECE_FILE} <= set(os.listdir(workdir))
+    assert not os.path.exists(_worker_folder(workdir, 1))
+
+
+def test_two_workers_killed_after_a_backup_resume_with_the_same_command(tmp_path):
+    workdir = tmp_path / "cluster"
+    options = {"epochs": 2, "backup_every": 3}
+    killed = _workers(workdir, {**options, "kill_at": 5})
+    assert [status for status, _, _ in killed] == [-9, -9], [err[-2000:] for _, _, err in killed]
+    assert os.path.exists(_worker_folder(workdir, 1))  # its backup, for the rerun
+    chief, worker = _finished(_workers(workdir, options))
+    # Both went on from the backup after 3 batches, to the step count of an unbroken run (two
+    # epochs of 9 batches; Keras counts one more step at the end of each epoch).
+    assert len(chief["losses"]) == len(worker["losses"]) == 2 * 9 - 3
+    assert chief["steps"] == worker["steps"] == 2 * 9 + 2
+    assert chief["weights"] == worker["weights"]
+    assert not os.path.exists(_worker_folder(workdir, 1))
+
+
+def test_the_multi_worker_fix_does_nothing_on_one_device_and_under_mirrored():
+    model = build_translator(get_config("tiny", vocab_size=50))
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    for strategy in (tf.distribute.get_strategy(), tf.distribute.MirroredStrategy(["/cpu:0"])):
+        assert fit_across_workers(model, strategy) is model
+        assert not {"train_step", "test_step", "_maybe_symbolic_build"} & set(vars(model))
+
+
+def test_what_cannot_run_on_several_replicas_is_refused_before_training():
+    two = types.SimpleNamespace(num_replicas_in_sync=2)  # mirrored or multi_worker
+    with pytest.raises(ValueError, match="gradient_accumulation_steps=2 does not run under a "
+                                         "strategy of 2 replicas.*raise --batch-tokens"):
+        check_distributed_options(two, jit_compile=False, accumulation_steps=2)
+    with pytest.raises(ValueError, match="--xla does not run under a strategy of several "
+                                         "replicas on CPUs"):
+        check_distributed_options(two, jit_compile=True, accumulation_steps=1)
+    check_distributed_options(two, jit_compile=False, accumulation_steps=1)
+    one = tf.distribute.get_strategy()
+    check_distributed_options(one, jit_compile=True, accumulation_steps=4)

@@ -11,6 +11,7 @@ import os
 import tempfile
 import time
 
+import keras
 import tensorflow as tf
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
@@ -58,6 +59,30 @@ def get_strategy(name="auto"):
     return tf.distribute.TPUStrategy(resolver)
 
 
+def check_distributed_options(strategy, jit_compile, accumulation_steps):
+    """Refuse, before any training, the options that fail under ``strategy`` once it has more
+    than one replica (``mirrored``, ``multi_worker``), with what to do instead.
+
+    - Gradient accumulation: Keras's optimizer applies the accumulated update inside a
+      conditional, where tf.distribute cannot all-reduce (``merge_call`` in control flow).
+    - XLA on CPUs: TensorFlow implements no XLA collectives for CPU devices; GPUs have them.
+    """
+    if strategy.num_replicas_in_sync <= 1 or isinstance(strategy, tf.distribute.TPUStrategy):
+        return
+    if accumulation_steps > 1:
+        raise ValueError(
+            f"gradient_accumulation_steps={accumulation_steps} does not run under a strategy of "
+            f"{strategy.num_replicas_in_sync} replicas (Keras applies the accumulated update "
+            "in a conditional, where tf.distribute cannot all-reduce): raise --batch-tokens "
+            "instead, the replicas already add their batches up"
+        )
+    if jit_compile and not tf.config.list_logical_devices("GPU"):
+        raise ValueError(
+            "--xla does not run under a strategy of several replicas on CPUs (TensorFlow has "
+            "no XLA all-reduce for CPU devices): drop --xla, or train on GPUs"
+        )
+
+
 def is_chief(strategy):
     """Whether this process writes the run's files: yes, except on a multi-worker cluster's
     workers other than the chief (the ``chief`` task, or worker 0 when there is none)."""
@@ -102,3 +127,76 @@ def wait_for_file(path, timeout, poll=0.5):
                 "running, and is the workdir on a filesystem every worker sees?"
             )
         time.sleep(poll)
+
+
+# Keras's TensorFlow trainer fails under MultiWorkerMirroredStrategy with more than one worker
+# (keras-team/keras#20329, open; Keras 3.15.1 and 3.16's nightlies). Delete this, and its call in
+# train(), once a Keras release trains tests/training/test_distributed.py's two workers without it.
+KERAS_ISSUE = "keras-team/keras#20329"
+
+
+def fit_across_workers(model, strategy):
+    """Let Keras's ``fit`` and ``evaluate`` run ``model`` on a multi-worker cluster.
+
+    Two steps of Keras's TensorFlow trainer fail under ``MultiWorkerMirroredStrategy`` as soon as
+    the cluster has two workers: ``_maybe_symbolic_build`` all-reduces the whole first batch
+    (a nested structure, which the collective ops refuse) only to learn its shapes and dtypes,
+    and ``reduce_per_replica`` takes the mean of each scalar log over an axis 0 it does not
+    have. So this model builds from this worker's own first batch, and its train and test steps
+    return their logs as ``(1,)`` tensors, whose mean over axis 0 is the scalar Keras expects.
+    The model is patched, not Keras, so a saved ``.keras`` file is a plain model. Anywhere else
+    (one worker, ``mirrored``, no strategy) it does nothing.
+
+    Raises:
+        RuntimeError: the Keras internals this relies on are gone (a Keras release changed
+            them): naming the Keras version and the upstream issue.
+    """
+    if not _across_workers(strategy):
+        return model
+    missing = [name for name in ("_maybe_symbolic_build", "_symbolic_build", "train_step",
+                                 "test_step") if not hasattr(model, name)]  # fmt: skip
+    if missing:
+        raise RuntimeError(
+            f"Keras {keras.__version__} has no Model.{', '.join(missing)}: zoo's multi-worker "
+            f"fix for {KERAS_ISSUE} (zoo/training/strategy.py) needs updating; check whether "
+            "this Keras fixed the issue and the fix can go"
+        )
+
+    def local_first_batch(iterator=None, data_batch=None):
+        if iterator is not None:
+            for _, _, batches in iterator:  # as Keras takes it: the first batch of the epoch
+                data_batch = keras.tree.map_structure(
+                    lambda value: _local_value(value, strategy), next(batches)
+                )
+                break
+        with strategy.scope():
+            model._symbolic_build(data_batch=data_batch)
+
+    model._maybe_symbolic_build = local_first_batch
+    model.train_step = _rank_one_logs(model.train_step)
+    model.test_step = _rank_one_logs(model.test_step)
+    return model
+
+
+def _across_workers(strategy):
+    """Whether ``strategy`` is a multi-worker one with more than one worker."""
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return False
+    jobs = strategy.cluster_resolver.cluster_spec().as_dict()
+    return sum(len(jobs.get(job, ())) for job in ("chief", "worker")) > 1
+
+
+def _local_value(value, strategy):
+    """This worker's part of a distributed value (its shape and dtype are all a build needs)."""
+    if isinstance(value, tf.distribute.DistributedValues):
+        return strategy.experimental_local_results(value)[0]
+    return value
+
+
+def _rank_one_logs(step):
+    def step_with_rank_one_logs(data):
+        return keras.tree.map_structure(
+            lambda value: tf.reshape(value, [1]) if value.shape.rank == 0 else value, step(data)
+        )
+
+    return step_with_rank_one_logs

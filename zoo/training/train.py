@@ -39,7 +39,9 @@ from zoo.training.callbacks import (
     TimeLimit,
 )
 from zoo.training.strategy import (
+    check_distributed_options,
     distributable,
+    fit_across_workers,
     get_strategy,
     is_chief,
     wait_for_file,
@@ -218,6 +220,9 @@ def train(
     if validation_data is None:
         validation_data = task.load_data(task.validation_split)
     distribution = get_strategy(strategy)  # before other TensorFlow work (multi_worker needs it)
+    check_distributed_options(
+        distribution, jit_compile, getattr(config, "gradient_accumulation_steps", 1)
+    )
     chief = is_chief(distribution)
     os.makedirs(workdir, exist_ok=True)  # after the data, which may be missing
     vocabulary_dir = workdir
@@ -244,6 +249,7 @@ def train(
         warnings.filterwarnings("ignore", message="Your input ran out of data")
         with distribution.scope():
             model = task.compile_model(task.build_model(config), config, jit_compile)
+            fit_across_workers(model, distribution)
             # The optimizer's variables before fit: without a strategy (``auto`` on one device)
             # Keras would make them inside the first traced train step and trace it twice, and
             # a resumed run restores the optimizer's state into them.
