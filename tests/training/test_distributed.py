@@ -45,11 +45,11 @@ _TRAIN = textwrap.dedent(
                                  attention_dropout=0.0, activation_dropout=0.0)
         steps = StepLosses()
         options = {"bleu_sample_size": 0, **options}
-        model, _, _ = train(task, config, workdir, strategy=strategy,
+        model, history, _ = train(task, config, workdir, strategy=strategy,
                             train_data=load_multi30k("train")[:160],
                             validation_data=load_multi30k("val")[:16], verbose=0,
                             callbacks=[steps, *callbacks], **options)
-        run.model = model
+        run.model, run.history = model, history
         return steps.losses
     """
 )
@@ -76,7 +76,8 @@ _RUN = _TRAIN + textwrap.dedent(
     losses = run(sys.argv[1], sys.argv[2], epochs, [KillAtBatch(kill_at)], **options)
     weights = b"".join(w.tobytes() for w in run.model.get_weights())
     print(json.dumps({"losses": losses, "steps": int(run.model.optimizer.iterations.numpy()),
-                      "weights": hashlib.sha1(weights).hexdigest()}))
+                      "weights": hashlib.sha1(weights).hexdigest(),
+                      "history": run.history.history}))
     """
 )
 
@@ -192,7 +193,8 @@ def test_two_workers_train_one_model_as_one_device_does_and_only_the_chief_write
 
 def test_two_workers_killed_after_a_backup_resume_with_the_same_command(tmp_path):
     workdir = tmp_path / "cluster"
-    options = {"epochs": 2, "backup_every": 3}
+    # With mixed precision and the BLEU validation of every epoch, which run there too.
+    options = {"epochs": 2, "backup_every": 3, "mixed_precision": True, "bleu_sample_size": 4}
     killed = _workers(workdir, {**options, "kill_at": 5})
     assert [status for status, _, _ in killed] == [-9, -9], [err[-2000:] for _, _, err in killed]
     assert os.path.exists(_worker_folder(workdir, 1))  # its backup, for the rerun
@@ -203,6 +205,8 @@ def test_two_workers_killed_after_a_backup_resume_with_the_same_command(tmp_path
     assert chief["steps"] == worker["steps"] == 2 * 9 + 2
     assert chief["weights"] == worker["weights"]
     assert not os.path.exists(_worker_folder(workdir, 1))
+    assert len(chief["history"]["val_bleu"]) == 2  # the resumed fit's epoch and the next
+    assert chief["history"]["val_loss"] == worker["history"]["val_loss"]
 
 
 def test_the_multi_worker_fix_does_nothing_on_one_device_and_under_mirrored():
