@@ -9,7 +9,10 @@ search's while-loop body, per kind, counted two ways.
 
 ``translate_greedy`` is the greedy search, ``serving_default`` beam search with 4 beams.
 
-    python benchmarks/serving_profile.py [--no-record] [--top 20]
+    python benchmarks/serving_profile.py [--before FOLDER] [--no-record] [--top 20]
+
+``--before`` profiles another model folder too (an earlier export, e.g. from ``git show``) and
+notes its totals under the table.
 """
 
 import argparse
@@ -29,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402  (benchmarks/common.py)
 
 from zoo.artifacts import latest_serving_path  # noqa: E402
+from zoo.data import load_multi30k  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = os.path.join(ROOT, "saved_models", "translator-en-de")
@@ -83,15 +87,35 @@ def run_counts(function, inputs):
     )
 
 
-def profile(path):
+def sentences(batch):
+    """What one request holds: :data:`SENTENCE` alone, or the first ``batch`` sentences of
+    Multi30k test2016."""
+    if batch == 1:
+        return [SENTENCE]
+    return [source for source, _ in load_multi30k("test2016")[:batch]]
+
+
+def profile(path, batch=1):
     """name -> (graph counts, run counts per step, microseconds per step, steps)."""
     served = tf.saved_model.load(path)
-    inputs = tf.constant([SENTENCE])
+    inputs = tf.constant(sentences(batch))
     results = {}
     for name, signature in SIGNATURES.items():
         function = served.signatures[signature]
         results[name] = (graph_counts(function),) + run_counts(function, inputs)
     return results
+
+
+def totals(results):
+    """One line of totals per signature: real graph nodes, ops run and microseconds per step."""
+    parts = []
+    for name, (graph, runs, micros, _) in results.items():
+        real = sum(n for k, n in graph.items() if k not in BOOKKEEPING)
+        parts.append(
+            f"{name}: {real} graph ops ({sum(graph.values())} nodes), {sum(runs.values()):.0f} "
+            f"run per step, {sum(micros.values()):.0f} µs per step"
+        )
+    return "; ".join(parts)
 
 
 def table(results, top):
@@ -133,26 +157,41 @@ def table(results, top):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=MODEL, help="a model folder with serving/<version>")
+    parser.add_argument("--before", help="another model folder, profiled for comparison")
     parser.add_argument("--top", type=int, default=20, help="op kinds shown one by one")
+    parser.add_argument("--batch", type=int, default=1,
+                        help="sentences per request (above 1: the first of Multi30k test2016)")
     parser.add_argument("--no-record", action="store_true", help="do not write RESULTS.md")
     args = parser.parse_args(argv)
     print(common.machine_description(), flush=True)
     path = latest_serving_path(args.model)
-    results = profile(path)
+    results = profile(path, args.batch)
     header, rows = table(results, args.top)
     print("\n".join(common.markdown_table(header, rows)))
     steps = ", ".join(f"{name} {results[name][3]}" for name in results)
     print(f"steps: {steps}")
+    before = None
+    if args.before:
+        before_path = latest_serving_path(args.before)
+        before = f"before (`{before_path}`): {totals(profile(before_path, args.batch))}"
+        print(before)
     if not args.no_record:
         notes = [
-            f"model: `{os.path.relpath(path, ROOT)}`; one sentence, batch 1: {SENTENCE!r} "
-            f"({steps} steps)",
+            f"model: `{os.path.relpath(path, ROOT)}`; one request of "
+            + (f"{SENTENCE!r}" if args.batch == 1 else f"the first {args.batch} sentences of "
+               "Multi30k test2016") + f" ({steps} steps)",
             "graph: nodes of the while-loop body in the SavedModel's function library; run: ops "
             "the executor ran per step (after Grappler and the loop's lowering), from a profiler "
             "trace, with their time (the profiler's overhead included)",
         ]
+        if before:
+            notes.append(before)
         command = "python benchmarks/serving_profile.py"
-        common.publish_table(TITLE, command, header, rows, notes)
+        if args.batch != 1:
+            command += f" --batch {args.batch}"
+        if args.before:
+            command += " --before FOLDER"
+        common.publish_table(f"{TITLE} (batch {args.batch})", command, header, rows, notes)
 
 
 if __name__ == "__main__":
