@@ -26,7 +26,7 @@ The signatures (``saved_model_cli show --all --dir output_dir/serving/1`` lists 
   ``[1, MAX_BEAM_SIZE]``.
 - ``translate_xla`` and ``translate_greedy_xla``: as ``serving_default`` and
   ``translate_greedy``, the same translations, with the search compiled by XLA (the tf-text
-  ops around it are not). At batch 1 they run several times faster than the plain
+  ops around it are not). At batch 1 they run a few times faster than the plain
   signatures, whose decoding loop pays TensorFlow's per-op cost at every step
   (``benchmarks/serving.py``). Each new input shape compiles on its first request (sources
   are padded to a power of two rows and a multiple of 8 tokens, so there are few), and TF
