@@ -39,6 +39,7 @@ LONG = "A dog runs. " * 100  # hundreds of tokens, truncated to MAX_LENGTH
 LONGER = "A dog runs. " * 300  # the same first MAX_LENGTH tokens
 TRANSLATED = SENTENCES + MULTISCRIPT + [LONG, LONGER]
 INVALID = [b"A dog \xff runs.\xc3", b"\xc3\x28 two men", b"\x80\x80\xfe"]
+SHORT = ["A."]  # two tokens
 
 # name -> (signature, inputs, beam_size or None); run by the fresh process.
 CASES = {
@@ -64,6 +65,10 @@ CASES = {
     "mixed_xla": ("translate_greedy_xla", ["", SENTENCES[0], "   ", SENTENCES[1]], None),
     "empty_batch_xla": ("translate_xla", [], None),
     "invalid_utf8_xla": ("translate_xla", INVALID, None),
+    # A request of one short sentence: each search's length follows its padded width.
+    "short_greedy": ("translate_greedy", SHORT, None),
+    "short_greedy_xla": ("translate_greedy_xla", SHORT, None),
+    "short_beam": ("serving_default", SHORT, None),
 }
 STRICT_CASES = ("default", "greedy", "beam_2", "greedy_xla")
 
@@ -147,6 +152,8 @@ def references(model, tokenizer):
         "beam": translate(model, tokenizer, TRANSLATED, beam_size=4, alpha=0.6),
         "greedy": translate(model, tokenizer, TRANSLATED, method="greedy"),
         "beam_2": translate(model, tokenizer, TRANSLATED, beam_size=2, alpha=0.6),
+        "short_greedy": translate(model, tokenizer, SHORT, method="greedy"),
+        "short_beam": translate(model, tokenizer, SHORT, beam_size=4, alpha=0.6),
     }
 
 
@@ -217,6 +224,9 @@ def test_translations_equal_translate_of_the_in_memory_model(served, references)
     # The XLA-compiled searches: the same translations.
     assert outputs["greedy_xla"] == references["greedy"]
     assert outputs["xla"] == references["beam"]
+    # A translation that never ends (random weights) is as long in every path.
+    assert outputs["short_greedy"] == outputs["short_greedy_xla"] == references["short_greedy"]
+    assert outputs["short_beam"] == references["short_beam"]
 
 
 def test_beam_size_is_clamped(served):

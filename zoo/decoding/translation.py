@@ -338,7 +338,8 @@ def translate(
     cached with the model. The sentences go through in batches of ``batch_size`` sentences
     of similar lengths (sorted by length, the results in the order given); sources are padded
     to a multiple of 8 tokens and batches to a power of two, so that few shapes are ever
-    compiled; padding never changes a translation.
+    compiled; padding changes no translation that ends, and the search's length follows the
+    padded width (as in the SavedModel's signatures).
 
     Args:
         model: a translator of :func:`zoo.models.build_translator`.
@@ -441,8 +442,10 @@ def bucketed(search, source_limit=None):
 
     XLA compiles a function once per input shape. The source batch is padded to the next
     power of two rows and the next multiple of 8 tokens (within ``source_limit``), so that a
-    stream of requests compiles a few dozen shapes, not one per request; padding never
-    changes a translation, and the padded rows are dropped from the result.
+    stream of requests compiles a few dozen shapes, not one per request. Padding changes no
+    translation that ends (the padded rows are dropped from the result), but the search's
+    length follows the padded width (:func:`output_length`): a translation that never ends
+    runs to that length.
 
     Args:
         search: a function of ``(B, S)`` int32 source ids, 0-padded, to ``(B, L)`` ids.

@@ -125,19 +125,21 @@ class TextServing(tf.Module):
         """``inputs`` (``tf.string`` ``[None]``) translated in the graph by the search
         ``method`` of :func:`zoo.decoding.translator_search`, with ``kwargs``.
 
-        With ``xla``, the search (not the tf-text ops around it) runs in
-        ``tf.function(jit_compile=True)`` on sources padded to few shapes
+        The search runs on sources padded to few shapes
         (:func:`zoo.decoding.translation.bucketed`), as :func:`zoo.decoding.translate` runs
-        it: each new shape compiles once, on its first request. TF Serving runs such a
-        function only when started with ``--xla_cpu_compilation_enabled=true``.
+        it: its output length follows the padded width, so a translation that never ends is
+        as long through every signature as in process. With ``xla``, the search (not the
+        tf-text ops around it) runs in ``tf.function(jit_compile=True)``: each new shape
+        compiles once, on its first request. TF Serving runs such a function only when
+        started with ``--xla_cpu_compilation_enabled=true``.
         """
         if xla:
             # The stages that translate() compiles: the whole search of an autoregressive
             # translator, the two stages of Mask-Predict.
             search = self._search(method, compile_stage=xla_compiled, **kwargs)
-            search = bucketed(search, self.max_input_length)
         else:
             search = self._search(method, **kwargs)
+        search = bucketed(search, self.max_input_length)
         return translate_strings(inputs, self.tokenizer, search, self.max_input_length)
 
 
