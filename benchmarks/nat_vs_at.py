@@ -17,18 +17,22 @@ import os
 import sys
 import time
 
-import numpy as np
-import tensorflow as tf
+from zoo_cli import quiet_native_logs
 
-from common import append_results, machine_description, markdown_table
+quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
 
-from zoo.data import EOS_ID, load_multi30k
-from zoo.decoding import nat_search, translate
-from zoo.decoding.translation import nat_length_candidates
-from zoo.evaluation import corpus_bleu
-from zoo.models.nat import decode_and_lengths, nat_modes
-from zoo.models.translator import translator_layers
-from zoo.tasks import load
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from common import append_results, machine_description, markdown_table  # noqa: E402
+
+from zoo.data import EOS_ID, load_multi30k  # noqa: E402
+from zoo.decoding import nat_search, translate  # noqa: E402
+from zoo.decoding.translation import nat_length_candidates  # noqa: E402
+from zoo.evaluation import corpus_bleu  # noqa: E402
+from zoo.models.nat import decode_and_lengths, nat_modes  # noqa: E402
+from zoo.models.translator import translator_layers  # noqa: E402
+from zoo.tasks import load  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAT_SETTINGS = [(1, 1), (1, 3), (4, 3), (10, 5)]  # (iterations, length beam)

@@ -17,11 +17,15 @@ import os
 import sys
 import time
 
-import numpy as np
-import tensorflow as tf
-import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
-from hypothesis import HealthCheck, given, seed, settings
-from hypothesis import strategies as st
+from zoo_cli import quiet_native_logs
+
+quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import tensorflow_text  # noqa: E402, F401  (registers the SentencePiece ops)
+from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = {

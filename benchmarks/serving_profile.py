@@ -22,7 +22,9 @@ import os
 import sys
 import tempfile
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+from zoo_cli import quiet_native_logs  # noqa: E402
+
+quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
 
 import tensorflow as tf  # noqa: E402
 import tensorflow_text  # noqa: E402, F401  (registers the SentencePiece ops)
