@@ -2,13 +2,11 @@
 (a strategy must be set up before TensorFlow does anything else): MirroredStrategy over two
 logical CPU devices, and MultiWorkerMirroredStrategy on two worker processes on loopback."""
 
-import hashlib
 import json
 import os
 import socket
 import subprocess
 import sys
-import tempfile
 import textwrap
 import types
 
@@ -19,7 +17,7 @@ import tensorflow as tf
 from tests.harness import REPO_ROOT
 from zoo.artifacts import MODEL_FILE, SENTENCEPIECE_FILE
 from zoo.models.translator import build_translator, get_config
-from zoo.training.strategy import check_distributed_options, fit_across_workers
+from zoo.training.strategy import check_distributed_options, fit_across_workers, worker_dir
 
 # The tiny translator without dropout (each replica would draw its own masks), on a few pairs,
 # at its peak learning rate from the first step, so that the few steps visibly learn.
@@ -164,13 +162,6 @@ def _finished(results):
     return [result for _, result, _ in results]
 
 
-def _worker_folder(workdir, index):
-    """Where worker ``index`` (not the chief, worker 0) keeps its training state
-    (zoo.training.strategy.worker_dir, which needs the strategy)."""
-    key = hashlib.sha1(os.path.abspath(workdir).encode()).hexdigest()[:12]
-    return os.path.join(tempfile.gettempdir(), f"zoo-{key}-worker-{index}")
-
-
 def test_two_workers_train_one_model_as_one_device_does_and_only_the_chief_writes(tmp_path):
     workdir, alone = tmp_path / "cluster", tmp_path / "alone"
     chief, worker = _finished(_workers(workdir, {"epochs": 1}))
@@ -188,7 +179,7 @@ def test_two_workers_train_one_model_as_one_device_does_and_only_the_chief_write
     # went with the end of training.
     assert sorted(os.listdir(workdir)) == sorted(os.listdir(alone))
     assert {MODEL_FILE, SENTENCEPIECE_FILE} <= set(os.listdir(workdir))
-    assert not os.path.exists(_worker_folder(workdir, 1))
+    assert not os.path.exists(worker_dir(workdir, "worker", 1))
 
 
 def test_two_workers_killed_after_a_backup_resume_with_the_same_command(tmp_path):
@@ -197,14 +188,14 @@ def test_two_workers_killed_after_a_backup_resume_with_the_same_command(tmp_path
     options = {"epochs": 2, "backup_every": 3, "mixed_precision": True, "bleu_sample_size": 4}
     killed = _workers(workdir, {**options, "kill_at": 5})
     assert [status for status, _, _ in killed] == [-9, -9], [err[-2000:] for _, _, err in killed]
-    assert os.path.exists(_worker_folder(workdir, 1))  # its backup, for the rerun
+    assert os.path.exists(worker_dir(workdir, "worker", 1))  # its backup, for the rerun
     chief, worker = _finished(_workers(workdir, options))
     # Both went on from the backup after 3 batches, to the step count of an unbroken run (two
     # epochs of 9 batches; Keras counts one more step at the end of each epoch).
     assert len(chief["losses"]) == len(worker["losses"]) == 2 * 9 - 3
     assert chief["steps"] == worker["steps"] == 2 * 9 + 2
     assert chief["weights"] == worker["weights"]
-    assert not os.path.exists(_worker_folder(workdir, 1))
+    assert not os.path.exists(worker_dir(workdir, "worker", 1))
     assert len(chief["history"]["val_bleu"]) == 2  # the resumed fit's epoch and the next
     assert chief["history"]["val_loss"] == worker["history"]["val_loss"]
 

@@ -96,13 +96,12 @@ def is_chief(strategy):
     return resolver.task_type == "worker" and resolver.task_id == 0
 
 
-def worker_dir(workdir, strategy):
-    """The folder where a non-chief worker keeps its training state: in the temporary folder,
-    named after the workdir and the worker, so that a rerun finds its backup again."""
-    resolver = strategy.cluster_resolver
+def worker_dir(workdir, task_type, task_id):
+    """The folder where a non-chief worker (``task_type``, ``task_id`` of ``TF_CONFIG``) keeps
+    its training state: in the temporary folder, named after the workdir and the worker, so
+    that a rerun finds its backup again."""
     key = hashlib.sha1(os.path.abspath(workdir).encode()).hexdigest()[:12]
-    name = f"zoo-{key}-{resolver.task_type}-{resolver.task_id}"
-    return os.path.join(tempfile.gettempdir(), name)
+    return os.path.join(tempfile.gettempdir(), f"zoo-{key}-{task_type}-{task_id}")
 
 
 def distributable(dataset, strategy):

@@ -232,7 +232,8 @@ def train(
     else:  # the chief makes it; every worker must train on the same one
         wait_for_file(os.path.join(workdir, task.vocabulary_file), VOCABULARY_TIMEOUT)
         vocabulary = task.read_vocabulary(workdir)
-        workdir = worker_dir(workdir, distribution)  # this worker's files, outside the workdir
+        resolver = distribution.cluster_resolver  # this worker's files, outside the workdir
+        workdir = worker_dir(workdir, resolver.task_type, resolver.task_id)
         os.makedirs(workdir, exist_ok=True)
     config = task.resolve_config(config, vocabulary)
     check_config(config, workdir)
