@@ -27,8 +27,9 @@ import tensorflow as tf  # noqa: E402
 from common import append_results, machine_description, markdown_table  # noqa: E402
 
 from zoo.data import EOS_ID, load_multi30k  # noqa: E402
-from zoo.decoding import nat_search, translate  # noqa: E402
-from zoo.decoding.translation import nat_length_candidates  # noqa: E402
+from zoo.decoding import nat_search  # noqa: E402
+from zoo.tasks import translate  # noqa: E402
+from zoo.models.nat import nat_length_candidates  # noqa: E402
 from zoo.evaluation import corpus_bleu  # noqa: E402
 from zoo.models.nat import decode_and_lengths, nat_modes  # noqa: E402
 from zoo.models.translator import translator_layers  # noqa: E402

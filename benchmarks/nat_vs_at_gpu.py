@@ -63,7 +63,7 @@ def run(args):
     import keras
 
     import zoo  # noqa: F401  (registers the layers)
-    from zoo.decoding.translation import translator_search
+    from zoo.models.translator import translator_search
     from zoo.models.translator import translator_layers
 
     assert keras.backend.backend() == "jax", "run needs KERAS_BACKEND=jax"

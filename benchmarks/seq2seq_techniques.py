@@ -31,8 +31,8 @@ quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
 import common  # noqa: E402  (benchmarks/common.py)
 from zoo.data import load_multi30k  # noqa: E402
 from zoo.evaluation.copying import rare_word_accuracy  # noqa: E402
-from zoo.evaluation.translation import evaluate_translator  # noqa: E402
-from zoo.tasks import get_task, load  # noqa: E402
+from zoo.tasks.translation.evaluation import evaluate_translator  # noqa: E402
+from zoo.tasks import get_task, load, translate  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TITLE = "Seq2seq techniques: the {preset} translator at an equal budget, each technique on"
@@ -60,7 +60,7 @@ def run_row(name, overrides, workdir, epochs, preset):
     result = {"name": name, "overrides": overrides, "preset": preset, "epochs": epochs,
               "minutes": round(seconds / 60, 1)}  # fmt: skip
     for split in ("val", "test2016"):
-        scores = evaluate_translator(model, tokenizer, split, os.path.join(workdir, "eval"))
+        scores = evaluate_translator(translate, model, tokenizer, split, os.path.join(workdir, "eval"))
         result[f"{split}_bleu"] = round(scores["bleu_lowercase"], 2)
     pairs = load_multi30k("test2016")
     sources, references = [s for s, _ in pairs], [r for _, r in pairs]

@@ -39,7 +39,7 @@ from tagger_throughput import python_tags, serving_tags  # noqa: E402  (tag_sent
 
 from zoo.artifacts import latest_serving_path  # noqa: E402
 from zoo.data import load_multi30k, load_ud_english_ewt  # noqa: E402
-from zoo.decoding import translate  # noqa: E402
+from zoo.tasks import translate  # noqa: E402
 from zoo.tasks import load  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

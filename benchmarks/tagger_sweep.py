@@ -27,7 +27,7 @@ from zoo_cli import quiet_native_logs  # noqa: E402
 quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
 
 import common  # noqa: E402  (benchmarks/common.py)
-from zoo.evaluation.tagging import evaluate_tagger  # noqa: E402
+from zoo.tasks.tagging.evaluation import evaluate_tagger  # noqa: E402
 from zoo.tasks import get_task, load  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -5,7 +5,7 @@ one space, are tagged in batches of 64 consecutive sentences, two ways, timed al
 one run (the median of several rounds after a warm-up round; one round tags every sentence):
 
 - serving: the ``serving_default`` signature of ``<model-dir>/serving``
-  (:mod:`zoo.export.tagger_serving`), one call per batch of 64 sentence strings: whitespace
+  (:mod:`zoo.tasks.tagging.serving`), one call per batch of 64 sentence strings: whitespace
   split, vocabulary lookups, windows, the model and Viterbi decoding, all in one TensorFlow
   graph (plain graph mode, no XLA);
 - Python: :func:`zoo.decoding.tag_sentences` on the Keras model of ``<model-dir>/model.keras``
@@ -40,7 +40,7 @@ from common import replace_section  # noqa: E402,F401  (also used by the tests a
 import zoo  # noqa: E402, F401  (registers the layers for load_model)
 from zoo.artifacts import MODEL_FILE, TAGGER_VOCABULARY_FILE, latest_serving_path  # noqa: E402
 from zoo.data import TaggerVocabulary, load_ud_english_ewt  # noqa: E402
-from zoo.decoding import tag_sentences  # noqa: E402
+from zoo.tasks.tagging.search import tag_sentences  # noqa: E402
 
 TITLE = "Tagger throughput: serving SavedModel vs tag_sentences (UD English-EWT test, batch 64)"
 SERVING = "serving SavedModel (graph)"

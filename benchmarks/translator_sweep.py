@@ -25,8 +25,8 @@ from zoo_cli import quiet_native_logs  # noqa: E402
 quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
 
 import common  # noqa: E402  (benchmarks/common.py)
-from zoo.evaluation.translation import evaluate_translator  # noqa: E402
-from zoo.tasks import get_task, load  # noqa: E402
+from zoo.tasks.translation.evaluation import evaluate_translator  # noqa: E402
+from zoo.tasks import get_task, load, translate  # noqa: E402
 from zoo.training.average import average_checkpoints  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -56,9 +56,9 @@ def run_row(name, overrides, workdir, epochs):
     config = task.get_config("small", epochs=epochs, **overrides)
     seconds = common.train_clocked(task, config, workdir, clock_file="sweep_seconds.json")
     _, model, tokenizer = load(workdir)
-    last = evaluate_translator(model, tokenizer, "val", os.path.join(workdir, "eval-last"))
+    last = evaluate_translator(translate, model, tokenizer, "val", os.path.join(workdir, "eval-last"))
     averaged, _ = average_checkpoints(workdir, AVERAGE_LAST)
-    mean = evaluate_translator(averaged, tokenizer, "val", os.path.join(workdir, "eval-avg"))
+    mean = evaluate_translator(translate, averaged, tokenizer, "val", os.path.join(workdir, "eval-avg"))
     return {
         "name": name,
         "overrides": overrides,

@@ -326,7 +326,7 @@ def _decode(model, weights, sources, settings):
     import jax
     import keras
 
-    from zoo.decoding.translation import translator_search
+    from zoo.models.translator import translator_search
     from zoo.models.translator import translator_layers
     from zoo.special_ids import EOS_ID
 

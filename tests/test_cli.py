@@ -75,10 +75,10 @@ def test_a_resume_without_epochs_trains_to_the_epochs_its_run_was_started_with(t
     """Not to the preset's: a run started with --epochs 80 would stop at the preset's 40."""
     import json
 
-    import zoo.training
+    import zoo.cli
 
     configs = []
-    monkeypatch.setattr(zoo.training, "train", lambda task, config, *a, **k: configs.append(config))
+    monkeypatch.setattr(zoo.cli, "train", lambda task, config, *a, **k: configs.append(config))
     argv = ["train", "translator", "--preset", "tiny", "--workdir", str(tmp_path)]
     main(argv)  # a new workdir: the preset's epochs
     (tmp_path / "config.json").write_text(json.dumps({"epochs": 80}))
@@ -336,7 +336,7 @@ def test_export_translator_alpha_reaches_the_export():
     bakes it into the beam search of the SavedModel."""
     import inspect
 
-    from zoo.export import export_translator
+    from zoo.tasks.translation.serving import export_translator
 
     argv = ["export", "translator", "--workdir", "w", "--output", "o", "--alpha", "1"]
     args = zoo_cli.build_parser().parse_args(argv)

@@ -7,8 +7,11 @@ an export folder adds the serving SavedModel (:func:`serving_path`).
 """
 
 import contextlib
+import json
 import os
+import re
 import shutil
+import zipfile
 
 MODEL_FILE = "model.keras"  # the trained (or exported) model
 CONFIG_FILE = "config.json"  # the model config a workdir was trained with
@@ -35,6 +38,61 @@ DISTILL_MANIFEST_FILE = "distill.json"  # teacher, beam size, sentences, seconds
 DISTILL_SOURCE_FILE = "train.en"  # the training sources, one per line, in corpus order
 DISTILL_TARGET_FILE = "train.de"  # the teacher's translations, line by line with the sources
 DISTILL_PARTIAL_FILE = "train.de.partial"  # "index<TAB>translation" lines, as they are made
+
+
+def read_model(path):
+    """The model of a ``.keras`` file, not compiled; a one-line error that names the file.
+
+    The layers it uses must be registered (``import zoo`` and the model's package). A file that
+    Keras cannot read (truncated, not a ``.keras`` file) is a ValueError naming Keras's own
+    cause, and one saved by a newer Keras says which to upgrade to.
+    """
+    import keras
+
+    try:
+        return keras.models.load_model(path, compile=False)
+    except Exception as error:  # Keras's own messages do not name the file, or name it wrongly
+        cause = _innermost_cause(error)
+        saved_by = _saving_keras_version(path)
+        if saved_by and _version_key(saved_by) > _version_key(keras.__version__):
+            raise ValueError(
+                f"{path} was saved by Keras {saved_by}, newer than this Keras "
+                f"{keras.__version__}, which cannot read it ({cause}): upgrade "
+                f"Keras (pip install 'keras>={saved_by}')"
+            ) from error
+        raise ValueError(
+            f"{path} is not a readable .keras model ({cause}); it may be "
+            "truncated: train or export it again"
+        ) from error
+
+
+def first_line(error):
+    """The first line of an error's message (its type's name when it has none)."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
+
+
+def _innermost_cause(error):
+    """The first line of what went wrong: Keras wraps a failed deserialization in one
+    "could not be deserialized" message per level and names the cause last."""
+    marker = "Exception encountered: "
+    text = str(error)
+    return first_line(text.rsplit(marker, 1)[1] if marker in text else error)
+
+
+def _saving_keras_version(path):
+    """The Keras version a ``.keras`` archive records in its ``metadata.json``, or None."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            version = json.loads(archive.read("metadata.json"))["keras_version"]
+    except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile):
+        return None
+    return version if isinstance(version, str) else None
+
+
+def _version_key(version):
+    """``"3.15.1"`` -> ``(3, 15, 1)``: the release numbers, enough to order Keras versions."""
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
 
 
 def serving_path(export_dir, version=SERVING_VERSION):

@@ -19,6 +19,9 @@ from zoo.artifacts import (
 )
 from zoo.data import one_line
 from zoo.tasks import get_task, load
+from zoo.tasks.translation.distillation import distill
+from zoo.training import train
+from zoo.training.average import average_checkpoints
 
 __all__ = ["run"]
 
@@ -43,8 +46,6 @@ def _started_epochs(workdir):
 
 
 def cmd_train(args):
-    from zoo.training import train
-
     task = get_task(args.task)
     options = _options(args, args.task_options)
     fields = {field.name for field in dataclasses.fields(task.config_class)}
@@ -110,16 +111,12 @@ def cmd_export(args):
 
 
 def cmd_average(args):
-    from zoo.training.average import average_checkpoints
-
     _, paths = average_checkpoints(args.workdir, args.last)
     names = ", ".join(os.path.basename(path) for path in paths)
     print(f"averaged {names} into {os.path.join(args.workdir, MODEL_FILE)}")
 
 
 def cmd_distill(args):
-    from zoo.training.distillation import distill
-
     manifest = distill(
         args.teacher, args.workdir, verbose=True, **_options(args, args.distill_options)
     )

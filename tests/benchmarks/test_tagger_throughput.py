@@ -11,8 +11,8 @@ import keras
 import pytest
 
 from zoo.data import TaggerVocabulary, load_ud_english_ewt
-from zoo.decoding import tag_sentences
-from zoo.export import export_tagger
+from zoo.tasks.tagging.search import tag_sentences
+from zoo.tasks.tagging.serving import export_tagger
 from zoo.models import build_tagger, tagger_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -2,7 +2,7 @@ import doctest
 
 import pytest
 
-from zoo.decoding import beam, greedy, nat, sampling, translation
+from zoo.decoding import beam, greedy, nat, sampling, text
 
 
 @pytest.mark.parametrize("module", [greedy, beam, sampling, translation, nat])

@@ -18,7 +18,7 @@ from zoo.decoding import (
     tile_for_beams,
 )
 from zoo.decoding.nat import MAX_ITERATIONS, check_length_beam
-from zoo.decoding.translation import nat_counts
+from zoo.models.nat import nat_counts
 from zoo.models.nat import build_nat_translator, get_config
 
 VOCAB = 11

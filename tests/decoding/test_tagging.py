@@ -16,9 +16,9 @@ import pytest
 from tests.data.test_tagger_vocabulary import SENTENCES as SMALL_SENTENCES
 from tests.data.test_tagger_vocabulary import VOCABULARY as SMALL_VOCABULARY
 from zoo.data import UPOS_TAGS, TaggerVocabulary, load_ud_english_ewt
-from zoo.decoding import predict_tags, tag_sentences
-from zoo.decoding import tagging as tagging_module
-from zoo.decoding.tagging import tagging_windows
+from zoo.tasks.tagging.search import predict_tags, tag_sentences
+from zoo.tasks.tagging import search as tagging_module
+from zoo.tasks.tagging.search import tagging_windows
 from zoo.layers import CRFLoss, crf_decode
 from zoo.models import build_tagger, tagger_config
 

@@ -4,8 +4,10 @@ import pytest
 import tensorflow as tf
 
 from zoo.data import EOS_ID, SentencePieceTokenizer, load_multi30k, train_sentencepiece
-from zoo.decoding import greedy_search, output_length, translate, translate_strings
-from zoo.decoding.translation import _COMPILED, translator_search
+from zoo.decoding import greedy_search, output_length, translate_strings
+from zoo.tasks import translate
+from zoo.decoding.text import _COMPILED
+from zoo.models.translator import translator_search
 from zoo.models import build_translator, translator_config
 from zoo.models.translator import step_and_caches
 

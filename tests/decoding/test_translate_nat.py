@@ -8,8 +8,10 @@ import pytest
 import tensorflow as tf
 
 from zoo.data import BOS_ID, EOS_ID, SentencePieceTokenizer, load_multi30k, train_sentencepiece
-from zoo.decoding import length_candidates, nat_search, translate
-from zoo.decoding.translation import nat_counts, translator_search
+from zoo.decoding import length_candidates, nat_search
+from zoo.tasks import translate
+from zoo.models.nat import nat_counts
+from zoo.models.translator import translator_search
 from zoo.models import build_translator, translator_config
 from zoo.models.nat import build_nat_translator, decode_and_lengths, get_config, nat_modes
 from zoo.models.translator import full_logits

@@ -9,8 +9,9 @@ import pytest
 import zoo  # noqa: F401  (registers the layers)
 from tests.harness import REPO_ROOT
 from zoo.data import TaggerVocabulary, load_ud_english_ewt
-from zoo.decoding import tag_sentences
-from zoo.evaluation import evaluate_tagger, tagging_accuracy
+from zoo.tasks.tagging.search import tag_sentences
+from zoo.evaluation import tagging_accuracy
+from zoo.tasks.tagging.evaluation import evaluate_tagger
 
 SHIPPED = os.path.join(REPO_ROOT, "saved_models", "tagger-en-ewt")
 

@@ -9,7 +9,7 @@ import keras
 import pytest
 
 from zoo.data import SentencePieceTokenizer, load_multi30k, train_sentencepiece
-from zoo.export import export_translator
+from zoo.tasks.translation.serving import export_translator
 from zoo.models import build_translator, translator_config
 from zoo.tasks import get_task
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from zoo.decoding import translate
+from zoo.tasks import translate
 from zoo.export import compare
 from zoo.export.compare import DEFAULT_SENTENCES, format_table, main, printable
 

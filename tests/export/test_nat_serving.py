@@ -16,10 +16,10 @@ import tensorflow as tf
 from tests.export.conftest import MAX_LENGTH, VOCAB_SIZE
 from zoo.artifacts import serving_path
 from zoo.data import SentencePieceTokenizer, load_multi30k, train_sentencepiece
-from zoo.decoding import translate
+from zoo.tasks import translate
 from zoo.decoding.nat import MAX_ITERATIONS, MAX_LENGTH_BEAM
-from zoo.decoding.translation import nat_counts
-from zoo.export import NAT_SIGNATURES, export_nat
+from zoo.models.nat import nat_counts
+from zoo.tasks.nat.serving import NAT_SIGNATURES, export_nat
 from zoo.models import build_translator, translator_config
 from zoo.models.nat import build_nat_translator, get_config, nat_modes
 from zoo.tasks import get_task, load

@@ -31,11 +31,11 @@ from tests.decoding.test_tagging import (
 )
 from zoo.artifacts import serving_path
 from zoo.data import UPOS_TAGS, TaggerVocabulary, load_ud_english_ewt
-from zoo.decoding import tag_sentences
-from zoo.decoding.tagging import tagging_windows
-from zoo.export import TaggerServing, export_tagger
-from zoo.export import tagger_serving as serving_module
-from zoo.export.tagger_serving import PYTHON_WHITESPACE, window_plan
+from zoo.tasks.tagging.search import tag_sentences
+from zoo.tasks.tagging.search import tagging_windows
+from zoo.tasks.tagging.serving import TaggerServing, export_tagger
+from zoo.tasks.tagging import serving as serving_module
+from zoo.tasks.tagging.serving import PYTHON_WHITESPACE, window_plan
 from zoo.models import build_tagger, tagger_config
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -7,8 +7,8 @@ import tensorflow as tf
 
 from tests.export.conftest import MAX_LENGTH, VOCAB_SIZE
 from zoo.artifacts import serving_path
-from zoo.decoding import translate
-from zoo.export import export_translator
+from zoo.tasks import translate
+from zoo.tasks.translation.serving import export_translator
 from zoo.models import build_translator, translator_config
 
 SENTENCES = ["A dog runs.", "Two men are talking in the street.", "Red car."]

@@ -24,8 +24,8 @@ from tests.export.conftest import MAX_LENGTH
 from tests.harness import load_in_fresh_process
 from zoo.artifacts import serving_path
 from zoo.data import UNK_ID, SentencePieceTokenizer
-from zoo.decoding import translate
-from zoo.export import MAX_BEAM_SIZE, SIGNATURES, export_translator
+from zoo.tasks import translate
+from zoo.tasks.translation.serving import MAX_BEAM_SIZE, SIGNATURES, export_translator
 
 SENTENCES = [
     "A dog runs.",

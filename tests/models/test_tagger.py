@@ -189,7 +189,7 @@ _JAX_SCRIPT = textwrap.dedent(
     assert "tensorflow" not in sys.modules  # the model side of zoo never needs TensorFlow
 
     from zoo.data import TaggerVocabulary  # the data and decoding sides load TensorFlow
-    from zoo.decoding import predict_tags
+    from zoo.tasks.tagging.search import predict_tags
 
     vocabulary = TaggerVocabulary.build(SENTENCES, min_count=1, max_word_length=8)
     assert vocabulary.config_overrides() == OVERRIDES

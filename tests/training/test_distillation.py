@@ -24,16 +24,17 @@ from zoo.artifacts import (
     SENTENCEPIECE_PREFIX,
 )
 from zoo.data import load_multi30k, one_line, read_lines, train_sentencepiece
-from zoo.decoding import translate
+from zoo.tasks import translate
 from zoo.models import build_translator, translator_config
 from zoo.tasks import get_task, load
-from zoo.training import distill, read_distilled
+from zoo.data import read_distilled
+from zoo.tasks.translation.distillation import distill
 from zoo_cli import CommandLineError, main
 
 LIMIT, BEAM, BATCH = 20, 2, 8  # 3 batches, the last one short
 SETTINGS = {"beam_size": BEAM, "batch_size": BATCH, "limit": LIMIT}
 FILES = (DISTILL_SOURCE_FILE, DISTILL_TARGET_FILE, DISTILL_MANIFEST_FILE)
-distillation = importlib.import_module("zoo.training.distillation")
+distillation = importlib.import_module("zoo.tasks.translation.distillation")
 
 
 @pytest.fixture(scope="module")

@@ -16,10 +16,12 @@ from tests.harness import REPO_ROOT
 from zoo.artifacts import BACKUP_DIR, SENTENCEPIECE_FILE
 from zoo.data import load_multi30k
 from zoo.models.translator import get_config
+from zoo.tasks import get_task
 from zoo.training import train
 
 PAIRS = load_multi30k("train")[:300]
 VAL = load_multi30k("val")[:16]
+TRANSLATOR = get_task("translator")
 # No dropout: its random masks are the one state a backup does not hold.
 CONFIG = get_config("tiny", vocab_size=400, epochs=2, batch_tokens=512, max_length=24,
                     dropout=0.0, attention_dropout=0.0, activation_dropout=0.0)  # fmt: skip
@@ -55,7 +57,7 @@ def run(workdir, kill_at=None):
     number of batches trained on."""
     keras.utils.set_random_seed(0)
     counter = KillAtBatch(workdir, kill_at)
-    model, _, _ = train("translator", CONFIG, workdir, train_data=PAIRS, validation_data=VAL,
+    model, _, _ = train(TRANSLATOR, CONFIG, workdir, train_data=PAIRS, validation_data=VAL,
                         bleu_sample_size=0, verbose=0, backup_every=BACKUP_EVERY,
                         callbacks=[counter])  # fmt: skip
     return model, counter.seen

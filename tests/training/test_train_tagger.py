@@ -11,8 +11,11 @@ import pytest
 from tests.harness import CrashAtEpoch
 from zoo.data import load_ud_english_ewt
 from zoo.models.tagger import get_config
+from zoo.tasks import get_task
 from zoo.training import train
 from zoo.training.callbacks import BestCheckpoint
+
+TAGGER = get_task("tagger")
 
 TRAIN = load_ud_english_ewt("train")[:200]
 DEV = load_ud_english_ewt("dev")[:60]
@@ -20,7 +23,7 @@ CONFIG = get_config("tiny", epochs=2)
 
 
 def _run(workdir, config=CONFIG, **kwargs):
-    return train("tagger", config, workdir, train_data=TRAIN, validation_data=DEV, verbose=0,
+    return train(TAGGER, config, workdir, train_data=TRAIN, validation_data=DEV, verbose=0,
                  **kwargs)
 
 
@@ -80,7 +83,7 @@ def test_xpos_head_softmax_and_weight_averaging(tmp_path):
     )
     # Dev sentences from the training set: 200 sentences do not have every XPOS tag of dev.
     model, history, vocabulary = train(
-        "tagger", config, str(tmp_path / "xpos"), strategy="one_device", train_data=TRAIN,
+        TAGGER, config, str(tmp_path / "xpos"), strategy="one_device", train_data=TRAIN,
         validation_data=TRAIN[:40], verbose=0,
     )
     assert model.output["xpos"].shape[-1] == vocabulary.num_xpos_tags > 30
@@ -97,4 +100,4 @@ def test_xpos_head_softmax_and_weight_averaging(tmp_path):
 
 def test_train_tagger_rejects_a_non_config(tmp_path):
     with pytest.raises(TypeError, match="TaggerConfig"):
-        train("tagger", {"d_model": 8}, str(tmp_path))
+        train(TAGGER, {"d_model": 8}, str(tmp_path))

@@ -12,6 +12,7 @@ from zoo.data.conllu import (
     load_ud_english_ewt,
     read_conllu,
 )
+from zoo.data.distilled import read_distilled
 from zoo.data.epoch_order import DataPosition, epoch_shuffled, skip_done
 from zoo.data.multi30k import (
     MULTI30K_LANGUAGES,
@@ -38,6 +39,7 @@ from zoo.data.tagging_pipeline import make_tagging_dataset, split_long_sentences
 from zoo.data.translation_pipeline import bucket_spec, make_translation_dataset
 
 __all__ = [
+    "read_distilled",
     "BOS_ID",
     "BOS_PIECE",
     "DataPosition",

@@ -1,23 +1,16 @@
-"""What the translators' serving modules share: the tokenizer, the checks of the lengths, the
-search of :func:`zoo.decoding.translator_search` in the frame of
-:func:`zoo.decoding.translate_strings`, and the export folder.
+"""The SavedModel frame of text-to-text models: the tokenizer, the checks of the lengths, a
+search (the task's) in the frame of :func:`zoo.decoding.translate_strings`, and the export folder.
 
-:class:`TextServing` is the base of :class:`zoo.export.TranslatorServing` (autoregressive) and
-:class:`zoo.export.NATServing` (non-autoregressive); a subclass only adds its signatures.
+:class:`TextServing` is the base of a task's serving module (the translator's, the NAT's); a
+subclass passes its model's search and sizes and adds its signatures.
 """
 
 import tensorflow as tf
 
 from zoo.artifacts import SENTENCEPIECE_FILE, SERVING_VERSION
 from zoo.data.sentencepiece_vocab import PAD_ID, SentencePieceTokenizer
-from zoo.decoding.translation import (
-    bucketed,
-    translate_strings,
-    translator_search,
-    xla_compiled,
-)
+from zoo.decoding.text import bucketed, translate_strings, xla_compiled
 from zoo.export.folder import float32_model, save_serving, write_export
-from zoo.models.translator import translator_layers
 
 __all__ = ["STRINGS", "TextServing", "export_text_serving", "positive_int"]
 
@@ -40,8 +33,7 @@ class TextServing(tf.Module):
     tokenizer's resource, not the Keras model itself, so the SavedModel holds no Keras objects.
 
     Args:
-        model: a model of :func:`zoo.models.build_translator` or of
-            :func:`zoo.models.nat.build_nat_translator`.
+        model: the trained model.
         tokenizer: its :class:`zoo.data.SentencePieceTokenizer` (or the path or bytes of the
             ``.model`` file). The vocabulary must have the model's size, pad id 0, a BOS and an
             EOS id.
@@ -51,6 +43,10 @@ class TextServing(tf.Module):
             default each request's search is sized from its source
             (:func:`zoo.decoding.output_length`, at most the model's target positions; a NAT
             spans its predicted lengths, at most its positions).
+        make_search: ``make_search(model, method, max_length, **kwargs)`` -> an ids -> ids
+            search (the task's: :func:`zoo.models.translator.translator_search`, ...).
+        vocab_size: the model's vocabulary size (the tokenizer's must match).
+        source_positions, target_positions: the model's positions (None: unbounded).
         name: the module name.
 
     Attributes:
@@ -59,7 +55,8 @@ class TextServing(tf.Module):
         max_input_length, max_output_length: the settings above.
     """
 
-    def __init__(self, model, tokenizer, max_input_length=None, max_output_length=None, name=None):
+    def __init__(self, model, tokenizer, make_search, vocab_size, source_positions,
+                 target_positions, max_input_length=None, max_output_length=None, name=None):
         super().__init__(name=name)
         # A tokenizer of its own, from the same model bytes: tf-text's SentencePiece resource
         # belongs to the eager kernel that made it, and dies when TensorFlow clears its kernel
@@ -68,18 +65,16 @@ class TextServing(tf.Module):
             tokenizer = tokenizer.model_proto
         tokenizer = SentencePieceTokenizer(tokenizer)
         model = float32_model(model)  # a model trained in mixed precision serves in float32
-        layers = translator_layers(model)
         if tokenizer.pad_id != PAD_ID or tokenizer.bos_id < 0 or tokenizer.eos_id < 0:
             raise ValueError(
                 f"The vocabulary needs pad id {PAD_ID}, a BOS and an EOS id; it has pad id "
                 f"{tokenizer.pad_id}, BOS {tokenizer.bos_id}, EOS {tokenizer.eos_id}."
             )
-        if tokenizer.vocab_size != layers.vocab_size:
+        if tokenizer.vocab_size != vocab_size:
             raise ValueError(
                 f"The vocabulary has {tokenizer.vocab_size} pieces but the model "
-                f"{model.name!r} has vocab_size={layers.vocab_size}: not its vocabulary."
+                f"{model.name!r} has vocab_size={vocab_size}: not its vocabulary."
             )
-        source_positions = layers.max_source_length
         if max_input_length is None:
             max_input_length = source_positions
         if max_input_length is None:
@@ -94,12 +89,12 @@ class TextServing(tf.Module):
             )
         if (
             max_output_length is not None
-            and layers.max_length is not None
-            and max_output_length > layers.max_length
+            and target_positions is not None
+            and max_output_length > target_positions
         ):
             raise ValueError(
                 f"max_output_length={max_output_length} is more than the model's "
-                f"{layers.max_length} target positions."
+                f"{target_positions} target positions."
             )
 
         self.tokenizer = tokenizer
@@ -108,7 +103,7 @@ class TextServing(tf.Module):
         self.max_output_length = max_output_length
         ids = {"bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
         # A plain function, not tracked: the SavedModel holds the variables, not the model.
-        self._search = lambda method, **kwargs: translator_search(
+        self._search = lambda method, **kwargs: make_search(
             model, method, max_output_length, **ids, **kwargs
         )
 
@@ -123,10 +118,10 @@ class TextServing(tf.Module):
 
     def translate_with(self, inputs, method, xla=False, **kwargs):
         """``inputs`` (``tf.string`` ``[None]``) translated in the graph by the search
-        ``method`` of :func:`zoo.decoding.translator_search`, with ``kwargs``.
+        ``method`` of the task's search, with ``kwargs``.
 
         The search runs on sources padded to few shapes
-        (:func:`zoo.decoding.translation.bucketed`), as :func:`zoo.decoding.translate` runs
+        (:func:`zoo.decoding.bucketed`), as :func:`zoo.decoding.translate_sentences` runs
         it: its output length follows the padded width, so a translation that never ends is
         as long through every signature as in process. With ``xla``, the search (not the
         tf-text ops around it) runs in ``tf.function(jit_compile=True)``: each new shape

@@ -1,23 +1,22 @@
 """zoo.tasks: one file per kind of run, and the one loader of trained models.
 
-``TASKS`` maps a task's name to its :class:`Task`; ``zoo.training.train(task, config, workdir)``
-and the command line read nothing else. :func:`load` reads a workdir or an export folder and
+``TASKS`` maps a task's name to its :class:`Task`, the one place that lists them: the command
+line and :func:`load` read nothing else, and ``zoo.training.train(task, config, workdir)`` takes
+the task object. :func:`load` reads a workdir or an export folder and
 returns its task, model and vocabulary.
 """
 
 import collections
-import json
 import os
-import re
-import zipfile
 
 from zoo.artifacts import MODEL_FILE
+from zoo.tasks.loading import read_folder_model
 from zoo.tasks.nat import NATTask
 from zoo.tasks.tagging import TaggingTask
-from zoo.tasks.task import Task, first_line
+from zoo.tasks.task import Task
 from zoo.tasks.translation import TranslationTask
 
-__all__ = ["TASKS", "Loaded", "Task", "get_task", "load"]
+__all__ = ["TASKS", "Loaded", "Task", "get_task", "load", "task_of", "translate"]
 
 TASKS = {task.name: task for task in (TranslationTask(), TaggingTask(), NATTask())}
 
@@ -38,8 +37,9 @@ def load(folder, task=None, model_file=MODEL_FILE):
     """The task, model and vocabulary of a workdir (``zoo train``) or an export folder.
 
     The model's name says which task it belongs to. Every problem is a one-line error that
-    names the file: no folder, no model, a model that Keras cannot read (truncated, or not a
-    ``.keras`` file), a model of another task than ``task``, a missing or broken vocabulary.
+    names the file: no folder, no model, a model that Keras cannot read (truncated, not a
+    ``.keras`` file, or saved by a newer Keras), a model of another task than ``task``, a
+    missing or broken vocabulary.
 
     Args:
         folder: the workdir or export folder.
@@ -53,63 +53,45 @@ def load(folder, task=None, model_file=MODEL_FILE):
         FileNotFoundError: no such folder, or no model or vocabulary in it.
         ValueError: a file that cannot be read, or a model of another task.
     """
-    import keras
-
-    import zoo  # noqa: F401  (registers the layers for load_model)
-
     expected = None if task is None else get_task(task)
-    folder = os.fspath(folder)
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"{folder}: no such folder")
-    path = os.path.join(folder, model_file)
-    if not os.path.exists(path):
-        trainer = f"zoo train {expected.name}" if expected else "zoo train"
-        raise FileNotFoundError(f"no trained model at {path}: run `{trainer}` first")
-    try:
-        model = keras.models.load_model(path, compile=False)
-    except Exception as error:  # Keras's own messages do not name the file, or name it wrongly
-        cause = _innermost_cause(error)
-        saved_by = _saving_keras_version(path)
-        if saved_by and _version_key(saved_by) > _version_key(keras.__version__):
-            raise ValueError(
-                f"{path} was saved by Keras {saved_by}, newer than this Keras "
-                f"{keras.__version__}, which cannot read it ({cause}): upgrade "
-                f"Keras (pip install 'keras>={saved_by}')"
-            ) from error
-        raise ValueError(
-            f"{path} is not a readable .keras model ({cause}); it may be "
-            "truncated: train or export it again"
-        ) from error
-    if model.name not in TASKS:
-        raise ValueError(
-            f"{path} holds a model named {model.name!r}, which is no zoo task "
-            f"({', '.join(sorted(TASKS))})"
-        )
-    found = TASKS[model.name]
+    trainer = f"zoo train {expected.name}" if expected else "zoo train"
+    model = read_folder_model(folder, model_file, trainer)
+    found = task_of(model, os.path.join(os.fspath(folder), model_file))
     if expected is not None and found is not expected:
         raise ValueError(f"{folder} holds a {found.name}, not a {expected.name}")
-    vocabulary = found.read_vocabulary(folder)
-    return Loaded(found, model, vocabulary)
+    return Loaded(found, model, found.read_vocabulary(folder))
 
 
-def _innermost_cause(error):
-    """The first line of what went wrong: Keras wraps a failed deserialization in one
-    "could not be deserialized" message per level and names the cause last."""
-    marker = "Exception encountered: "
-    text = str(error)
-    return first_line(text.rsplit(marker, 1)[1] if marker in text else error)
+def task_of(model, where=None):
+    """The :class:`Task` whose model ``model`` is (by its name); ``where`` names its file in
+    the error."""
+    if model.name not in TASKS:
+        raise ValueError(
+            f"{where or 'the model'} holds a model named {model.name!r}, which is no zoo task "
+            f"({', '.join(sorted(TASKS))})"
+        )
+    return TASKS[model.name]
 
 
-def _saving_keras_version(path):
-    """The Keras version a ``.keras`` archive records in its ``metadata.json``, or None."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            version = json.loads(archive.read("metadata.json"))["keras_version"]
-    except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile):
-        return None
-    return version if isinstance(version, str) else None
+def translate(model, tokenizer, sentences, **options):
+    """Translate ``sentences`` with a trained translator or NAT, by its task's search.
 
+    ``options`` are the task's (:meth:`TranslationTask.translate`): ``method``, ``beam_size``,
+    ``max_length``, ``batch_size``, ``verbose``, and the search's own (``alpha``, ``seed``,
+    ``iterations``, ``length_beam``, ``rescorer``, ...).
 
-def _version_key(version):
-    """``"3.15.1"`` -> ``(3, 15, 1)``: the release numbers, enough to order Keras versions."""
-    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+    Example:
+        >>> import os, tempfile
+        >>> from zoo.data import SentencePieceTokenizer, load_multi30k, train_sentencepiece
+        >>> from zoo.models import build_translator, translator_config
+        >>> texts = [s for pair in load_multi30k("val") for s in pair]
+        >>> path = train_sentencepiece(texts, os.path.join(tempfile.mkdtemp(), "sp"), 400)
+        >>> model = build_translator(translator_config("tiny", vocab_size=400))
+        >>> texts = translate(model, SentencePieceTokenizer(path), ["A dog runs."], method="greedy")
+        >>> len(texts), type(texts[0])
+        (1, <class 'str'>)
+    """
+    task = task_of(model)
+    if not hasattr(task, "translate"):
+        raise ValueError(f"A model named {model.name!r} does not translate.")
+    return task.translate(model, tokenizer, sentences, **options)

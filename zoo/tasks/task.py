@@ -12,7 +12,7 @@ import os
 import shutil
 import sys
 
-from zoo.artifacts import written_atomically
+from zoo.artifacts import first_line, written_atomically
 from zoo.models.presets import from_presets
 
 __all__ = ["Task"]
@@ -31,6 +31,8 @@ class Task:
         train_split, validation_split: the splits ``train()`` reads by default (the first
             through :meth:`training_data`, which a task may point elsewhere).
         evaluation_splits: the splits ``zoo evaluate`` scores by default.
+        splits: every split :meth:`load_data` reads (``zoo evaluate --splits`` offers them).
+        predict_verb: the command that runs :meth:`predict` (``zoo translate``, ``zoo tag``).
     """
 
     name = None
@@ -40,6 +42,8 @@ class Task:
     train_split = "train"
     validation_split = None
     evaluation_splits = ()
+    splits = ()
+    predict_verb = None
 
     def get_config(self, preset, **overrides):
         """The named preset with any field overridden."""
@@ -159,7 +163,7 @@ class Task:
 
     def uses_ema(self, config):
         """Whether the optimizer keeps a moving average of the weights (validated and kept)."""
-        return bool(getattr(config, "ema_momentum", 0.0))
+        return bool(config.ema_momentum)
 
     # ------------------------------------------------------------ using a trained model
     def evaluate(self, model, vocabulary, split, output_dir, verbose=False, **options):
@@ -170,14 +174,15 @@ class Task:
         """The output line of each input line (a translation, ``word/TAG ...``)."""
         raise NotImplementedError
 
+    exporter = None  # (model, vocabulary, output_dir, verbose, **options): the task's export
+
     def export(self, model, vocabulary, output_dir, verbose=False, **options):
-        """Write the model, its vocabulary and the serving SavedModel to ``output_dir``."""
-        raise NotImplementedError
+        """Write the model, its vocabulary and the serving SavedModel to ``output_dir``, by the
+        task's :attr:`exporter` (``options`` are its own: ``zoo export``'s flags)."""
+        if self.exporter is None:
+            raise NotImplementedError(f"The {self.name} task has no export.")
+        return self.exporter(model, vocabulary, output_dir, verbose=verbose, **options)
 
     def __repr__(self):
         return f"<zoo task {self.name!r}>"
 
-
-def first_line(error):
-    lines = str(error).strip().splitlines()
-    return lines[0] if lines else type(error).__name__

@@ -1,9 +1,8 @@
-"""zoo.training: losses, schedules, the optimizer, the distribution strategy, callbacks, train(),
-distill(), a teacher's translations for a student to train on, and warm_start(), a run started
-from another model's weights."""
+"""zoo.training: losses, schedules, the optimizer, the distribution strategy, callbacks, train()
+and warm_start(), a run started from another model's weights. It takes a task object and never
+imports a task or a model."""
 
 from zoo.training.callbacks import TimeLimit
-from zoo.training.distillation import distill, read_distilled
 from zoo.training.losses import MaskedSparseCrossEntropy
 from zoo.training.optimizer import make_optimizer
 from zoo.training.schedules import InverseSquareRootSchedule
@@ -16,10 +15,8 @@ __all__ = [
     "MaskedSparseCrossEntropy",
     "STRATEGIES",
     "TimeLimit",
-    "distill",
     "get_strategy",
     "make_optimizer",
-    "read_distilled",
     "train",
     "warm_start",
 ]

@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from zoo.artifacts import CHECKPOINT_FILE, EPOCHS_DIR, MODEL_FILE, save_model_atomically
+from zoo.artifacts import CHECKPOINT_FILE, EPOCHS_DIR, MODEL_FILE, read_model, save_model_atomically
 
 __all__ = ["average_checkpoints", "average_weights", "epoch_checkpoints"]
 
@@ -72,8 +72,6 @@ def average_checkpoints(workdir, last):
         FileNotFoundError: no epoch weights in the workdir.
         ValueError: ``last`` below 1 or above the epochs kept.
     """
-    from zoo.tasks import load  # the loader reads tasks, which import zoo.training
-
     if last < 1:
         raise ValueError(f"--last must be at least 1, got {last}.")
     paths = epoch_checkpoints(os.path.join(workdir, EPOCHS_DIR))
@@ -89,7 +87,10 @@ def average_checkpoints(workdir, last):
     # A killed run leaves no model.keras; its last epoch's checkpoint.keras is the same model.
     missing = not os.path.exists(os.path.join(workdir, MODEL_FILE))
     found = missing and os.path.exists(os.path.join(workdir, CHECKPOINT_FILE))
-    _, model, _ = load(workdir, model_file=CHECKPOINT_FILE if found else MODEL_FILE)
+    path = os.path.join(workdir, CHECKPOINT_FILE if found else MODEL_FILE)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no trained model at {path}: run `zoo train` first")
+    model = read_model(path)
     average_weights(model, paths[-last:])
     save_model_atomically(model, os.path.join(workdir, MODEL_FILE))
     return model, paths[-last:]

@@ -10,7 +10,8 @@ import warnings
 import keras
 import numpy as np
 
-from zoo.artifacts import save_model_atomically, write_text_atomically
+from zoo.artifacts import EPOCH_WEIGHTS, save_model_atomically, write_text_atomically
+from zoo.training.average import epoch_checkpoints
 
 
 class TimeLimit(keras.callbacks.Callback):
@@ -32,40 +33,6 @@ class TimeLimit(keras.callbacks.Callback):
         if time.monotonic() - self._start > self.seconds:
             self.model.stop_training = True
             self.stopped_early = True
-
-
-class ValidationBleu(keras.callbacks.Callback):
-    """Translate a sample of validation pairs after each epoch and log ``val_bleu``.
-
-    The score (sacreBLEU, default signature) goes into the epoch logs, so the progress bar,
-    the History and TensorBoard show it.
-
-    Args:
-        tokenizer: the zoo ``SentencePieceTokenizer`` of the model.
-        pairs: (source, reference) string pairs; the first ``sample_size`` are used.
-        sample_size: how many pairs to translate each epoch.
-        max_length: the longest translation, in tokens.
-        **search: the search of :func:`zoo.decoding.translate` (default: greedy).
-    """
-
-    def __init__(self, tokenizer, pairs, sample_size=200, max_length=64, **search):
-        super().__init__()
-        self.tokenizer = tokenizer
-        self.pairs = list(pairs)[:sample_size]
-        self.max_length = max_length
-        self.search = search or {"method": "greedy"}
-
-    def on_epoch_end(self, epoch, logs=None):
-        from zoo.decoding import translate  # decoding needs the trained model, not the reverse
-        from zoo.evaluation import corpus_bleu
-
-        sources = [source for source, _ in self.pairs]
-        references = [reference for _, reference in self.pairs]
-        hypotheses = translate(
-            self.model, self.tokenizer, sources, max_length=self.max_length, **self.search
-        )
-        if logs is not None:
-            logs["val_bleu"] = corpus_bleu(hypotheses, references)["bleu"]
 
 
 class NonFiniteLossError(ValueError):
@@ -159,9 +126,6 @@ class LastCheckpoints(keras.callbacks.Callback):
         self.keep = keep
 
     def on_epoch_end(self, epoch, logs=None):
-        from zoo.artifacts import EPOCH_WEIGHTS
-        from zoo.training.average import epoch_checkpoints
-
         os.makedirs(self.directory, exist_ok=True)
         path = os.path.join(self.directory, EPOCH_WEIGHTS.format(epoch=epoch + 1))
         save_model_atomically(self.model, path)

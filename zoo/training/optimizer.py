@@ -10,16 +10,16 @@ __all__ = ["make_optimizer"]
 def make_optimizer(config):
     """AdamW with the inverse-sqrt warm-up schedule and gradient clipping, from ``config``.
 
-    Reads ``learning_rate`` (the peak), ``warmup_steps``, ``weight_decay``, ``clipnorm``,
-    ``gradient_accumulation_steps`` and, where the config has it, ``ema_momentum`` (nonzero:
-    keep an exponential moving average of the weights; ``train()`` then evaluates and
-    checkpoints the average).
+    ``config`` is a :class:`~zoo.models.training_config.TrainingConfig` (every model's config
+    is one): ``learning_rate`` (the peak), ``warmup_steps``, ``weight_decay``, ``clipnorm``,
+    ``gradient_accumulation_steps`` and ``ema_momentum`` (nonzero: keep an exponential moving
+    average of the weights; ``train()`` then evaluates and checkpoints the average).
 
     With ``gradient_accumulation_steps`` N above 1, Keras's optimizer sums the gradients of N
     steps and applies their mean (clipped, then with weight decay) on the N-th; the schedule
     and Adam's bias correction count updates.
     """
-    ema_momentum = getattr(config, "ema_momentum", 0.0)
+    ema_momentum = config.ema_momentum
     accumulation = config.gradient_accumulation_steps
     if accumulation < 1:
         raise ValueError(f"gradient_accumulation_steps must be at least 1, got {accumulation}.")

@@ -2,8 +2,8 @@
 
 ``train()`` owns the workdir, the config guard, the strategy, the dtype policy, ``fit``, the
 callbacks and the save. What differs between models (data, vocabulary, model, compile spec,
-validation metrics, which epoch is kept) comes from the task (:mod:`zoo.tasks`), so that a new
-task never changes this file.
+validation metrics, which epoch is kept) comes from the task object it is given, so that a new
+task never changes this file; nothing here imports a task or a model.
 """
 
 import contextlib
@@ -169,7 +169,7 @@ def train(
     keeps ``best.keras``, the best validation epoch so far, and ``model.keras`` is that epoch.
 
     Args:
-        task: a :class:`zoo.tasks.Task` or its name (``"translator"``, ``"tagger"``).
+        task: a :class:`zoo.tasks.Task` (``zoo.tasks.get_task("translator")``, say).
         config: the task's config (``task.config_class``).
         workdir: the folder of this run (created if missing).
         strategy: a name for ``zoo.training.strategy.get_strategy``. Under ``multi_worker``
@@ -209,9 +209,10 @@ def train(
         >>> model, history, tokenizer = train(  # doctest: +SKIP
         ...     task, config, "workdirs/doc", train_data=task.load_data("val")[:500])
     """
-    from zoo.tasks import get_task  # the tasks import zoo.training, not the reverse
-
-    task = get_task(task)
+    if isinstance(task, str):
+        raise TypeError(
+            f"train() takes a task object, not its name: train(zoo.tasks.get_task({task!r}), ...)"
+        )
     task.check_config(config)
     if init_from and not os.path.isdir(init_from):  # before any vocabulary is learned
         raise FileNotFoundError(f"--init-from {init_from}: no such folder")

@@ -10,6 +10,8 @@ Neural Machine Translation"); its length predictor, which the translator lacks, 
 
 import os
 
+from zoo.artifacts import MODEL_FILE, read_model
+
 __all__ = ["warm_start"]
 
 
@@ -35,10 +37,11 @@ def warm_start(model, folder, task, workdir):
         FileNotFoundError: no such folder, no model or no vocabulary of this run's kind in it.
         ValueError: another vocabulary, a model that cannot be read, or no layer in common.
     """
-    from zoo.tasks import load  # the tasks import zoo.training, not the reverse
-
     folder = os.fspath(folder)
-    source = load(folder).model  # one-line errors: no folder, no or a broken model or vocabulary
+    path = os.path.join(folder, MODEL_FILE)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"--init-from {folder}: no trained model at {path}")
+    source = read_model(path)  # a one-line error when Keras cannot read it
     if not os.path.exists(os.path.join(folder, task.vocabulary_file)):
         raise FileNotFoundError(f"--init-from {folder}: no {task.vocabulary_file} in it, so its "
                                 "weights cannot be matched to this run's vocabulary")

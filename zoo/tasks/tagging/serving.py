@@ -1,72 +1,6 @@
-"""Export a tagger for serving: the ``.keras`` model, its vocabulary, and a SavedModel.
-
-:func:`export_tagger` writes three things into one folder::
-
-    output_dir/
-      model.keras           the Keras model (``keras.models.load_model`` after ``import zoo``)
-      vocabulary.json       the TaggerVocabulary (``zoo.data.TaggerVocabulary.load``)
-      serving/              a TensorFlow SavedModel: sentences in, tags out
-
-The SavedModel is built from :class:`TaggerServing`, a ``tf.Module`` whose function runs the
-whole tagging in the graph: UTF-8 repair, the whitespace split, the word and character lookups of
-:class:`zoo.data.TaggerVocabulary` (lowercasing, ``[BOW] + chars + [EOW]`` with the prefix and
-suffix of a long word), the overlapping windows of :mod:`zoo.decoding.tagging` for long
-sentences, the model, Viterbi decoding of a CRF head (:func:`zoo.layers.crf_decode`, traced into
-TensorFlow ops) and the tag names. It uses core TensorFlow ops only: loading it needs
-TensorFlow, and neither zoo, Keras nor the tf-text ops; any TensorFlow Serving image serves it.
-
-The signature (``saved_model_cli show --all --dir output_dir/serving/1`` lists it):
-
-- ``serving_default``: ``sentences`` (``tf.string``, shape ``[None]``) ->
-
-  - ``tags``: ``tf.string`` ``[B, T]``, the UPOS tag of each token (one of
-    :data:`zoo.data.UPOS_TAGS`), padded with ``""`` after the sentence's last token;
-  - ``lengths``: ``tf.int32`` ``[B]``, the number of tokens (and tags) of each sentence;
-  - ``tokens``: ``tf.string`` ``[B, T]``, the tokens that were tagged, padded with ``""``;
-  - ``xpos_tags``: ``tf.string`` ``[B, T]``, the XPOS tags, padded with ``""``; only for a
-    model with an XPOS head.
-
-  ``T`` is the longest sentence of the request, in tokens (0 when every sentence is empty).
-  ``tags[i, :lengths[i]]`` are the tags of ``tokens[i, :lengths[i]]``.
-
-The contract, for each sentence:
-
-- Invalid UTF-8 is replaced by U+FFFD (``tf.strings.unicode_transcode`` with
-  ``errors="replace"``, which replaces exactly as Python's ``bytes.decode("utf-8", "replace")``
-  does), so a bad request never fails; U+FFFD is then an unknown character of a word.
-- The tokens are Python's ``sentence.split()``: runs of Unicode whitespace (the characters
-  for which ``str.isspace()`` is true) separate tokens; nothing else splits a word.
-- Each token gets a tag: a sentence of more than ``window`` tokens (the export setting, by
-  default the model's ``max_length``) is tagged in overlapping windows, each token taking
-  its tag from the window where it is most central (the rule of :mod:`zoo.decoding.tagging`);
-  nothing is truncated. The empty sentence (or only whitespace) has no tokens and no tags.
-- The tags are those of :func:`zoo.decoding.tag_sentences` on ``sentence.split()`` with the
-  same window. Words are lowercased (when the vocabulary lowercases) by
-  ``tf.strings.lower(encoding="utf-8")`` (ICU, with Python's full case mappings and final
-  sigma); it differs from ``str.lower`` only on characters newer than TensorFlow's Unicode
-  data (40 letters of Unicode 14), which no vocabulary of EWT has.
-
-All windows of a request go through the model in one call; clients send batches of a size
-they can afford. The function runs in plain graph mode (no XLA). In Python::
-
-    import tensorflow as tf
-
-    tagger = tf.saved_model.load("output_dir/serving/1")
-    outputs = tagger.signatures["serving_default"](sentences=tf.constant(["A dog runs ."]))
-    outputs["tags"]     # [[b"DET", b"NOUN", b"VERB", b"PUNCT"]]
-    outputs["lengths"]  # [4]
-
-With TensorFlow Serving's REST API::
-
-    POST /v1/models/tagger:predict
-    {"instances": ["A dog runs .", ""]}
-    -> {"predictions": [{"tags": ["DET", "NOUN", "VERB", "PUNCT"], "lengths": 4, ...},
-                        {"tags": ["", "", "", ""], "lengths": 0, ...}]}
-
-References:
-    Vaswani et al. 2017, "Attention Is All You Need" (the encoder); Lample et al. 2016, "Neural
-    Architectures for Named Entity Recognition" (a CRF over neural emissions); Viterbi 1967
-    (decoding).
+"""The tagger's SavedModel: :class:`TaggerServing` (whitespace tokens, the vocabulary lookups,
+the windows and the Viterbi decode, all in the graph) and :func:`export_tagger`. The signature
+and how to serve it: ``saved_models/README.md``.
 """
 
 import tensorflow as tf
@@ -75,10 +9,10 @@ from zoo.artifacts import SERVING_VERSION, TAGGER_VOCABULARY_FILE
 from zoo.data.conllu import UPOS_TAGS
 from zoo.data.tagger_vocabulary import BOW_ID, EOW_ID, FIRST_CHAR_ID, FIRST_WORD_ID, OOV_ID, PAD_ID
 from zoo.data.utf8 import repair_utf8
-from zoo.decoding.tagging import tagger_window
 from zoo.export.folder import float32_model, save_serving, write_export
 from zoo.layers import crf_decode
 from zoo.models.tagger import tagger_heads
+from zoo.tasks.tagging.search import tagger_window
 
 __all__ = ["PYTHON_WHITESPACE", "TaggerServing", "export_tagger", "window_plan"]
 
@@ -171,7 +105,7 @@ class TaggerServing(tf.Module):
     """A tagger and its vocabulary as a ``tf.Module``: sentences in, tags out, in-graph.
 
     Its ``tag`` function is the ``serving_default`` signature of the SavedModel written by
-    :meth:`save` (the contract is in :mod:`zoo.export.tagger_serving`). It traces in plain
+    :meth:`save` (the contract is in ``saved_models/README.md``). It traces in plain
     TensorFlow graph mode. The module tracks the model's variables and the vocabulary's lookup
     tables, not the Keras model itself, so the SavedModel holds no Keras objects.
 
@@ -322,7 +256,7 @@ def export_tagger(model, vocabulary, output_dir, window=None, verbose=False,
     The SavedModel's ``serving_default`` maps ``sentences`` (``tf.string [None]``) to ``tags``
     (``tf.string [B, T]``, padded with ``""``), ``lengths`` (``tf.int32 [B]``), ``tokens``
     (``tf.string [B, T]``) and, with an XPOS head, ``xpos_tags``; the module docstring of
-    :mod:`zoo.export.tagger_serving` states the contract (UTF-8 repair, whitespace tokens,
+    ``saved_models/README.md`` states the contract (UTF-8 repair, whitespace tokens,
     windows for long sentences, no tags for an empty sentence). Everything is checked before
     anything is written.
 

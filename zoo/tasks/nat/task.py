@@ -11,12 +11,18 @@ length predictor.
 
 import keras
 
-from zoo.decoding import translate
-from zoo.decoding.translation import nat_counts
-from zoo.evaluation.translation import evaluate_translator
-from zoo.export import export_nat
-from zoo.models.nat import MASK_ID, PRESETS, NATConfig, build_nat_translator
-from zoo.tasks.translation import TranslationTask, bleu_line
+from zoo.models.nat import (
+    MASK_ID,
+    PRESETS,
+    NATConfig,
+    build_nat_translator,
+    nat_counts,
+    nat_translator_search,
+)
+from zoo.tasks.loading import load_trained
+from zoo.tasks.nat.serving import export_nat
+from zoo.tasks.translation.evaluation import evaluate_translator
+from zoo.tasks.translation.task import TranslationTask, bleu_line
 from zoo.training.losses import MaskedSparseCrossEntropy
 from zoo.training.optimizer import make_optimizer
 
@@ -28,7 +34,7 @@ class NATTask(TranslationTask):
 
     ``evaluate``/``predict`` options: ``iterations`` (Mask-Predict's T) and ``length_beam``
     (the candidate lengths per sentence); 1 and 1 are the one-pass decoder. By default 4 and
-    3, or 1 where the model takes one (:func:`zoo.decoding.translation.nat_counts`).
+    3, or 1 where the model takes one (:func:`zoo.models.nat.nat_counts`).
     ``rescore_with``: the folder of an autoregressive translator of the same vocabulary that
     picks among the length candidates (Gu et al. 2018).
     """
@@ -38,6 +44,9 @@ class NATTask(TranslationTask):
     presets = PRESETS
     # val_bleu decodes with the defaults: T=4 l=3, or 1 where the model takes one.
     validation_search = {"method": "mask_predict", "iterations": None, "length_beam": None}
+    default_method = "mask_predict"
+    exporter = staticmethod(export_nat)
+    search = staticmethod(nat_translator_search)
 
     def objective(self, config):
         """Masked targets and the length label (``make_translation_dataset``'s ``"cmlm"``)."""
@@ -72,7 +81,7 @@ class NATTask(TranslationTask):
                  length_beam=None, rescore_with=None):
         iterations, length_beam = nat_counts(model, iterations, length_beam)
         scores = evaluate_translator(
-            model, vocabulary, split, output_dir, method="mask_predict", verbose=verbose,
+            self.translate, model, vocabulary, split, output_dir, method="mask_predict", verbose=verbose,
             iterations=iterations, length_beam=length_beam,
             rescorer=self._rescorer(rescore_with, vocabulary),
         )
@@ -81,7 +90,7 @@ class NATTask(TranslationTask):
     def predict(self, model, vocabulary, lines, verbose=False, iterations=None,
                 length_beam=None, rescore_with=None):
         iterations, length_beam = nat_counts(model, iterations, length_beam)
-        return translate(
+        return self.translate(
             model, vocabulary, lines, method="mask_predict", iterations=iterations,
             length_beam=length_beam, verbose=verbose,
             rescorer=self._rescorer(rescore_with, vocabulary),
@@ -93,17 +102,10 @@ class NATTask(TranslationTask):
         must share the NAT's vocabulary; None without a folder."""
         if folder is None:
             return None
-        from zoo.tasks import load  # zoo.tasks imports this module
-
-        _, teacher, teacher_vocabulary = load(folder, "translator")
+        teacher, teacher_vocabulary = load_trained(folder, TranslationTask())
         if teacher_vocabulary.model_proto != vocabulary.model_proto:
             raise ValueError(
                 f"{folder}: its vocabulary is not the NAT's; a rescorer must share it (train the "
                 "NAT on the translator's distilled data, or both on one vocabulary)."
             )
         return teacher
-
-    def export(self, model, vocabulary, output_dir, verbose=False, **options):
-        """The folder of :func:`zoo.export.export_nat`; ``options`` are its settings
-        (``default_iterations``, ``default_length_beam``, ...)."""
-        return export_nat(model, vocabulary, output_dir, verbose=verbose, **options)

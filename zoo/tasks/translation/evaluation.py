@@ -1,23 +1,22 @@
-"""Evaluate a translator on a Multi30k split."""
+"""Score a translator (or a NAT) on a Multi30k split: the hypotheses and their BLEU, on disk."""
 
 from zoo.data import load_multi30k
 from zoo.evaluation.bleu import save_evaluation
 
 
-def evaluate_translator(model, tokenizer, split, output_dir, method="beam", beam_size=5,
-                        max_length=None, verbose=False, rescorer=None, **search_kwargs):
+def evaluate_translator(translate, model, tokenizer, split, output_dir, method="beam",
+                        beam_size=5, max_length=None, verbose=False, rescorer=None,
+                        **search_kwargs):
     """Translate a Multi30k split, score it two ways and save the hypotheses beside the score.
 
-    ``verbose`` draws a progress bar over the sentences on stderr; ``search_kwargs`` go to
-    :func:`zoo.decoding.translate` (``iterations``, ``length_beam`` of ``"mask_predict"``) and
-    into the files' names and the score's record. ``rescorer`` (an autoregressive translator
+    ``translate`` is the task's (:meth:`TranslationTask.translate`); ``verbose`` draws a
+    progress bar over the sentences on stderr; ``search_kwargs`` go to it (``iterations``,
+    ``length_beam`` of ``"mask_predict"``) and into the files' names and the score's record. ``rescorer`` (an autoregressive translator
     reranking a non-autoregressive model's candidates) adds ``-rescored`` to the names.
 
     Returns:
         The score dict (see ``zoo.evaluation.corpus_bleu``).
     """
-    from zoo.decoding import translate
-
     pairs = load_multi30k(split)
     sources = [source for source, _ in pairs]
     references = [reference for _, reference in pairs]

@@ -1,77 +1,7 @@
-"""Export a translator for serving: the ``.keras`` model, its vocabulary, and a SavedModel.
-
-:func:`export_translator` writes three things into one folder::
-
-    output_dir/
-      model.keras           the Keras model (``keras.models.load_model`` after ``import zoo``)
-      sentencepiece.model   the SentencePiece vocabulary (the same bytes as the tokenizer's)
-      serving/              a TensorFlow SavedModel: strings in, strings out
-
-The SavedModel is built from :class:`TranslatorServing`, a ``tf.Module`` whose functions run the
-whole translation in the graph, in the frame of :func:`zoo.decoding.translate_strings` (the one that
-:func:`zoo.decoding.translate` runs too): UTF-8 repair, SentencePiece tokenization (tf-text, from
-the model bytes of the vocabulary), truncation, the decoding loop of :mod:`zoo.decoding` with the KV
-caches, the cut after EOS and detokenization. Loading it needs TensorFlow and the tf-text ops
-(``import tensorflow_text``), not zoo and not Keras; TensorFlow Serving images that include the
-tf-text ops serve it as it is.
-
-The signatures (``saved_model_cli show --all --dir output_dir/serving/1`` lists them):
-
-- ``serving_default``: ``inputs`` (``tf.string``, shape ``[None]``) -> ``translations``
-  (``tf.string``, shape ``[None]``); beam search with the beam size given at export
-  (``default_beam_size``).
-- ``translate_greedy``: ``inputs`` -> ``translations``, as above; greedy search.
-- ``translate_beam``: ``inputs`` and ``beam_size`` (``tf.int32`` scalar, shape ``[]``) ->
-  ``translations``; beam search with the beam size of the request, clamped to
-  ``[1, MAX_BEAM_SIZE]``.
-- ``translate_xla`` and ``translate_greedy_xla``: as ``serving_default`` and
-  ``translate_greedy``, the same translations, with the search compiled by XLA (the tf-text
-  ops around it are not). At batch 1 they run a few times faster than the plain
-  signatures, whose decoding loop pays TensorFlow's per-op cost at every step
-  (``benchmarks/serving.py``). Each new input shape compiles on its first request (sources
-  are padded to a power of two rows and a multiple of 8 tokens, so there are few), and TF
-  Serving runs them only when started with ``--xla_cpu_compilation_enabled=true``; without
-  that flag it fails their requests. The other three signatures run anywhere.
-
-Beam search ranks hypotheses by the GNMT length penalty with the ``alpha`` given at export. For
-every signature:
-
-- ``inputs`` is a batch of sentences (B may be 0); ``translations[i]`` is the translation of
-  ``inputs[i]``, always valid UTF-8.
-- Invalid UTF-8 in an input is replaced by U+FFFD (``tf.strings.unicode_transcode`` with
-  ``errors="replace"``) before tokenization, so a bad request never fails; SentencePiece's
-  normalization then drops the U+FFFD, so invalid bytes are in effect ignored.
-- Characters outside the vocabulary (emoji, other scripts) are tokenized as their UTF-8 bytes
-  (SentencePiece byte fallback, for vocabularies of :func:`zoo.data.train_sentencepiece`).
-- A sentence is truncated to its first ``max_input_length`` tokens (the export setting, by
-  default the model's ``max_length``); the tokens after them are ignored, never an error.
-- An input with no tokens (the empty string, only whitespace, only invalid bytes) translates
-  to ``""`` and costs no decoding.
-- A translation ends at the first EOS. It has at most ``max_output_length`` tokens when the
-  export sets it; by default a request's search is sized from its widest source
-  (:func:`zoo.decoding.output_length`: 1.2 times its tokens plus 10, at most the model's
-  positions).
-
-In Python::
-
-    import tensorflow as tf
-    import tensorflow_text  # registers the SentencePiece ops
-
-    translator = tf.saved_model.load("output_dir/serving/1")
-    translate = translator.signatures["translate_beam"]
-    translate(inputs=tf.constant(["A dog runs."]), beam_size=tf.constant(5))["translations"]
-
-With TensorFlow Serving's REST API, in the columnar ("inputs") format, since ``beam_size`` is
-a scalar and not one value per sentence::
-
-    POST /v1/models/translator:predict
-    {"signature_name": "translate_beam", "inputs": {"inputs": ["A dog runs."], "beam_size": 5}}
-    -> {"outputs": ["Ein Hund rennt."]}
-
-References:
-    Vaswani et al. 2017, "Attention Is All You Need" (the model); Wu et al. 2016, "Google's
-    Neural Machine Translation System" (beam search with a length penalty); Kudo and Richardson
-    2018, "SentencePiece" (the tokenizer).
+"""The translator's SavedModel: :class:`TranslatorServing` (its signatures, over
+:class:`zoo.export.text_serving.TextServing`) and :func:`export_translator`, which writes
+``model.keras``, ``sentencepiece.model`` and ``serving/N``. The signatures and how to serve
+them: ``saved_models/README.md``.
 """
 
 import math
@@ -82,6 +12,7 @@ import tensorflow as tf
 from zoo.artifacts import SERVING_VERSION
 from zoo.export.folder import float32_model
 from zoo.export.text_serving import STRINGS, TextServing, export_text_serving, positive_int
+from zoo.models.translator import translator_layers, translator_search
 
 __all__ = ["MAX_BEAM_SIZE", "SIGNATURES", "TranslatorServing", "export_translator"]
 
@@ -97,7 +28,7 @@ class TranslatorServing(TextServing):
     """A translator and its tokenizer as a ``tf.Module``: sentences in, sentences out, in-graph.
 
     Its ``tf.function`` methods are the signatures of the SavedModel written by
-    :meth:`save` (see the table of :mod:`zoo.export.translator_serving`). They trace in plain
+    :meth:`save` (see ``saved_models/README.md``). They trace in plain
     TensorFlow graph mode: the tf-text tokenizer ops and a beam size that comes with the
     request do not compile with XLA. The ``_xla`` ones compile their search (a fixed beam
     size) with XLA inside that graph. The module tracks the model's variables and the
@@ -143,7 +74,11 @@ class TranslatorServing(TextServing):
         alpha=0.6,
         name="translator_serving",
     ):
-        super().__init__(model, tokenizer, max_input_length, max_output_length, name=name)
+        layers = translator_layers(model)
+        super().__init__(
+            model, tokenizer, translator_search, layers.vocab_size, layers.max_source_length,
+            layers.max_length, max_input_length, max_output_length, name=name,
+        )  # fmt: skip
         positive_int(default_beam_size, "default_beam_size")
         if default_beam_size > MAX_BEAM_SIZE:
             raise ValueError(f"default_beam_size must be at most {MAX_BEAM_SIZE}.")

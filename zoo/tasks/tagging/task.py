@@ -13,11 +13,11 @@ import os
 from zoo.artifacts import TAGGER_VOCABULARY_FILE, written_atomically
 from zoo.data import TaggerVocabulary, load_ud_english_ewt
 from zoo.data.tagging_pipeline import make_tagging_dataset
-from zoo.decoding import tag_sentences
-from zoo.evaluation.tagging import evaluate_tagger
-from zoo.export import export_tagger
 from zoo.layers import CRFAccuracy, CRFLoss
 from zoo.models.tagger import PRESETS, TaggerConfig, build_tagger
+from zoo.tasks.tagging.evaluation import evaluate_tagger
+from zoo.tasks.tagging.search import tag_sentences
+from zoo.tasks.tagging.serving import export_tagger
 from zoo.tasks.task import Task
 from zoo.training.losses import MaskedSparseCrossEntropy
 from zoo.training.metrics import MaskedAccuracy
@@ -39,6 +39,9 @@ class TaggingTask(Task):
     vocabulary_file = TAGGER_VOCABULARY_FILE
     validation_split = "dev"
     evaluation_splits = ("dev", "test")
+    exporter = staticmethod(export_tagger)
+    splits = ("train", "dev", "test")
+    predict_verb = "tag"
 
     def load_data(self, split):
         return load_ud_english_ewt(split)
@@ -132,6 +135,3 @@ class TaggingTask(Task):
             " ".join(f"{word}/{tag}" for word, tag in zip(words, sentence_tags))
             for words, sentence_tags in zip(sentences, tags)
         ]
-
-    def export(self, model, vocabulary, output_dir, verbose=False, **options):
-        return export_tagger(model, vocabulary, output_dir, verbose=verbose, **options)

@@ -3,8 +3,9 @@
 Training pairs: Multi30k's, or a ``zoo distill`` folder's (``config.data_dir``). Vocabulary: a
 joint SentencePiece model learned from the training pairs, or the distilling teacher's. Data: token-budget batches with
 teacher forcing. Model: :func:`zoo.models.build_translator`, label-smoothed cross entropy.
-Evaluation: sacreBLEU on a Multi30k split. Export: ``model.keras``, the SentencePiece
-model and a strings-to-strings SavedModel.
+Search: :func:`zoo.models.translator.translator_search` in the strings frame. Validation:
+``val_bleu``. Evaluation: sacreBLEU on a Multi30k split. Export: ``model.keras``, the
+SentencePiece model and a strings-to-strings SavedModel.
 """
 
 import os
@@ -18,15 +19,21 @@ from zoo.data import (
     SentencePieceTokenizer,
     load_multi30k,
     make_translation_dataset,
+    read_distilled,
     train_sentencepiece,
 )
-from zoo.decoding import translate
-from zoo.evaluation.translation import evaluate_translator
-from zoo.export import export_translator
-from zoo.models.translator import PRESETS, TranslatorConfig, build_translator
+from zoo.decoding.text import translate_sentences
+from zoo.models.translator import (
+    PRESETS,
+    TranslatorConfig,
+    build_translator,
+    translator_layers,
+    translator_search,
+)
 from zoo.tasks.task import Task
-from zoo.training.callbacks import ValidationBleu
-from zoo.training.distillation import read_distilled
+from zoo.tasks.translation.evaluation import evaluate_translator
+from zoo.tasks.translation.serving import export_translator
+from zoo.tasks.translation.validation import ValidationBleu
 from zoo.training.losses import MaskedSparseCrossEntropy
 from zoo.training.optimizer import make_optimizer
 
@@ -47,7 +54,7 @@ class TranslationTask(Task):
 
     ``train()`` options: ``bleu_sample_size`` (validation pairs greedy-decoded after each epoch
     for ``val_bleu``; 0 turns it off). ``evaluate``/``predict`` options: ``method``,
-    ``beam_size`` (and the other arguments of :func:`zoo.decoding.translate`).
+    ``beam_size`` (and the other arguments of :meth:`translate`).
     """
 
     name = "translator"
@@ -57,6 +64,11 @@ class TranslationTask(Task):
     validation_split = "val"
     validation_search = {"method": "greedy"}  # the search behind val_bleu, after each epoch
     evaluation_splits = ("val", "test2016")
+    exporter = staticmethod(export_translator)
+    splits = ("train", "val", "test2016")
+    predict_verb = "translate"
+    default_method = "beam"
+    search = staticmethod(translator_search)  # (model, method, max_length, ...) -> ids search
 
     def load_data(self, split):
         return load_multi30k(split)
@@ -147,33 +159,42 @@ class TranslationTask(Task):
         )
         return model
 
+    def translate(self, model, tokenizer, sentences, method=None, **options):
+        """Sentences in, sentences out, by this task's search (``method``: ``"beam"`` by
+        default, ``"greedy"``, ``"sample"``); ``options`` are those of
+        :func:`zoo.decoding.translate_sentences` and of the search (``beam_size``,
+        ``max_length``, ``batch_size``, ``verbose``, ``alpha``, ``seed``, ...)."""
+        return translate_sentences(
+            model, tokenizer, sentences, self.search,
+            translator_layers(model).max_source_length, method=method or self.default_method,
+            **options,
+        )  # fmt: skip
+
     def metric_callbacks(self, config, vocabulary, validation_data, bleu_sample_size=200):
         if not bleu_sample_size:
             return []
-        return [
-            ValidationBleu(
-                vocabulary, validation_data, bleu_sample_size, config.max_length,
-                **self.validation_search,
+
+        def translate(model, sources):
+            return self.translate(
+                model, vocabulary, sources, max_length=config.max_length, **self.validation_search
             )
-        ]
+
+        return [ValidationBleu(translate, validation_data, bleu_sample_size)]
 
     def evaluate(self, model, vocabulary, split, output_dir, verbose=False, method="beam",
                  beam_size=None, alpha=None):
         scores = evaluate_translator(
-            model, vocabulary, split, output_dir, method=method, verbose=verbose,
+            self.translate, model, vocabulary, split, output_dir, method=method, verbose=verbose,
             **_beam_options(method, beam_size, alpha, default_beam_size=5),
         )
         return [bleu_line(split, scores, output_dir)]
 
     def predict(self, model, vocabulary, lines, verbose=False, method="beam", beam_size=None,
                 alpha=None):
-        return translate(
+        return self.translate(
             model, vocabulary, lines, method=method, verbose=verbose,
             **_beam_options(method, beam_size, alpha, default_beam_size=4),
         )
-
-    def export(self, model, vocabulary, output_dir, verbose=False, **options):
-        return export_translator(model, vocabulary, output_dir, verbose=verbose, **options)
 
 
 def _pieces(path):

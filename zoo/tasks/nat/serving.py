@@ -1,52 +1,16 @@
-"""Export a non-autoregressive translator for serving: the ``.keras`` model, its
-vocabulary, and a SavedModel, in the folder of :func:`zoo.export.export_translator`.
-
-The SavedModel is built from :class:`NATServing`, the frame of
-:func:`zoo.decoding.translate_strings` (the one that :func:`zoo.decoding.translate` runs too)
-around :func:`zoo.decoding.nat_search`: length candidates from the model's length predictor
-(or, for a max-length model, each sentence's widest length, cut at its first EOS),
-Mask-Predict refinement, the best candidate of each sentence. It loads with TensorFlow and the
-tf-text ops (``import tensorflow_text``), without zoo or Keras.
-
-The signatures:
-
-- ``serving_default``: ``inputs`` (``tf.string``, shape ``[None]``) -> ``translations``
-  (``tf.string``, shape ``[None]``); Mask-Predict with the ``default_iterations`` and
-  ``default_length_beam`` given at export (4 and 3, or 1 where the model takes one).
-- ``translate_refined``: ``inputs``, ``iterations`` and ``length_beam`` (``tf.int32`` scalars,
-  shape ``[]``) -> ``translations``; Mask-Predict with the settings of the request, clamped to
-  ``[1, MAX_ITERATIONS]`` and ``[1, MAX_LENGTH_BEAM]`` (and to the model's length classes;
-  to 1 iteration for a copy model and 1 length for a max-length model, as
-  :func:`zoo.decoding.translation.nat_counts` says). ``iterations=1, length_beam=1`` is the
-  one-pass decoder.
-- ``translate_xla``: ``serving_default`` with its two stages (the candidate lengths, the
-  refinement) compiled by XLA, the same translations; TF Serving runs it only when started
-  with ``--xla_cpu_compilation_enabled=true`` (see :mod:`zoo.export.translator_serving`).
-
-The rules on the inputs are the translator's (:mod:`zoo.export.translator_serving`): invalid
-UTF-8 is replaced, a sentence is truncated to ``max_input_length`` tokens, an input with no
-tokens translates to ``""``, and every translation is valid UTF-8. In Python::
-
-    import tensorflow as tf
-    import tensorflow_text  # registers the SentencePiece ops
-
-    nat = tf.saved_model.load("output_dir/serving/1")
-    nat.signatures["translate_refined"](
-        inputs=tf.constant(["A dog runs."]), iterations=tf.constant(10),
-        length_beam=tf.constant(5))["translations"]
-
-References:
-    Ghazvininejad et al. 2019, "Mask-Predict: Parallel Decoding of Conditional Masked Language
-    Models".
+"""The NAT's SavedModel: :class:`NATServing` (Mask-Predict in the graph, over
+:class:`zoo.export.text_serving.TextServing`) and :func:`export_nat`, in the folder layout of
+the translator's export. The signatures and how to serve them: ``saved_models/README.md``.
 """
 
 import tensorflow as tf
 
 from zoo.artifacts import SERVING_VERSION
 from zoo.decoding.nat import MAX_ITERATIONS, MAX_LENGTH_BEAM
-from zoo.decoding.translation import nat_counts
 from zoo.export.folder import float32_model
 from zoo.export.text_serving import STRINGS, TextServing, export_text_serving, positive_int
+from zoo.models.nat import nat_counts, nat_translator_search
+from zoo.models.translator import translator_layers
 
 __all__ = ["NAT_SIGNATURES", "NATServing", "export_nat"]
 
@@ -61,7 +25,7 @@ class NATServing(TextServing):
     sentences out, in-graph.
 
     Its ``tf.function`` methods are the signatures of the SavedModel written by
-    :meth:`save` (see :mod:`zoo.export.nat_serving`). They trace in plain TensorFlow graph
+    :meth:`save` (see ``saved_models/README.md``). They trace in plain TensorFlow graph
     mode: the tf-text ops and the counts of a request do not compile with XLA;
     ``translate_xla`` compiles the stages of its search (fixed counts) inside that graph.
 
@@ -109,7 +73,12 @@ class NATServing(TextServing):
                 f"NATServing serves a model of build_nat_translator (named 'nat'), not "
                 f"{model.name!r}; a translator takes TranslatorServing."
             )
-        super().__init__(model, tokenizer, max_input_length, max_output_length, name=name)
+        layers = translator_layers(model)
+        super().__init__(
+            model, tokenizer, nat_translator_search, layers.vocab_size,
+            layers.max_source_length, layers.max_length, max_input_length, max_output_length,
+            name=name,
+        )  # fmt: skip
         for value, name_, maximum in (
             (default_iterations, "default_iterations", MAX_ITERATIONS),
             (default_length_beam, "default_length_beam", MAX_LENGTH_BEAM),

@@ -16,12 +16,13 @@ A sentence of at most ``window`` words is one window, tagged in one pass; an emp
 no windows and no tags. Windows start and end where the sentence does not, so a CRF reads the
 start and end transitions at their edges; the centre rule keeps the words near those edges in
 another window wherever there is one. :func:`tagging_windows` gives the plan of one sentence;
-the serving SavedModel of :mod:`zoo.export.tagger_serving` computes the same plan in its graph.
+the serving SavedModel of :mod:`zoo.tasks.tagging.serving` computes the same plan in its graph.
 :func:`predict_tags` decodes the model's scores of encoded windows into tag ids.
 """
 
 import numpy as np
 
+from zoo.data.conllu import UPOS_TAGS
 from zoo.layers import crf_decode
 from zoo.models.tagger import tagger_heads
 from zoo.progress import Progress
@@ -152,8 +153,6 @@ def tagger_window(model, vocabulary, window=None, head="upos"):
         >>> tagger_window(model, vocabulary), tagger_window(model, vocabulary, window=8)
         (64, 8)
     """
-    from zoo.data.conllu import UPOS_TAGS
-
     words, chars = _layer(model, "word_embedding"), _layer(model, "char_embedding")
     heads = tagger_heads(model)
     max_word_length = model.input["chars"].shape[-1] if isinstance(model.input, dict) else None
@@ -233,10 +232,7 @@ def tag_sentences(
     if isinstance(sentences, str):
         raise TypeError("tag_sentences() takes a list of sentences, each a list of words.")
     sentences = [_words(sentence) for sentence in sentences]
-    if head == "upos":
-        from zoo.data.conllu import UPOS_TAGS as names
-    else:
-        names = vocabulary.xpos_tags
+    names = UPOS_TAGS if head == "upos" else vocabulary.xpos_tags
 
     # Every window: (sentence, the words it reads, the slice of its tags that is kept).
     windows = []

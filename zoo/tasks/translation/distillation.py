@@ -1,8 +1,9 @@
 """Sequence-level knowledge distillation: a teacher translator's beam translations of the
 training sources, for a student (the NAT, or a smaller translator) to train on.
 
-:func:`distill` (``zoo distill``) writes a folder of plain text pairs; :func:`read_distilled`
-reads it back, and is what a config's ``data_dir`` (``zoo train ... --data``) trains on. A run
+:func:`distill` (``zoo distill``) writes a folder of plain text pairs;
+:func:`zoo.data.read_distilled` reads it back, and is what a config's ``data_dir``
+(``zoo train ... --data``) trains on. A run
 is resumable: each batch's translations are on disk as soon as they are made, so rerunning the
 same call goes on where the last one stopped, even after ``kill -9``.
 
@@ -24,11 +25,13 @@ from zoo.artifacts import (
     DISTILL_TARGET_FILE,
     write_text_atomically,
 )
-from zoo.data import load_multi30k, one_line, read_parallel
-from zoo.decoding import translate
+from zoo.data import load_multi30k, one_line
+from zoo.data.distilled import read_manifest
+from zoo.tasks.loading import load_trained
+from zoo.tasks.translation.task import TranslationTask
 from zoo.progress import Progress
 
-__all__ = ["distill", "read_distilled"]
+__all__ = ["distill"]
 
 
 def distill(teacher_folder, workdir, beam_size=5, batch_size=64, limit=None, verbose=False):
@@ -68,8 +71,6 @@ def distill(teacher_folder, workdir, beam_size=5, batch_size=64, limit=None, ver
         >>> manifest["finished"], manifest["sentences"]  # doctest: +SKIP
         (True, 100)
     """
-    from zoo.tasks import load  # the tasks import zoo.training, not the reverse
-
     start = time.monotonic()
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}.")
@@ -83,7 +84,8 @@ def distill(teacher_folder, workdir, beam_size=5, batch_size=64, limit=None, ver
         _say(verbose, f"{workdir}: already distilled ({len(sources)} sentences); nothing to do")
         return manifest
 
-    task, model, vocabulary = load(teacher_folder, "translator")
+    task = TranslationTask()
+    model, vocabulary = load_trained(teacher_folder, task)
     os.makedirs(workdir, exist_ok=True)
     # The student learns in the teacher's vocabulary (zoo train --data takes it from here).
     shutil.copyfile(
@@ -100,7 +102,7 @@ def distill(teacher_folder, workdir, beam_size=5, batch_size=64, limit=None, ver
     with open(partial_path, "a", encoding="utf-8", newline="\n") as partial:
         for begin in range(0, len(todo), batch_size):
             batch = todo[begin : begin + batch_size]
-            texts = translate(
+            texts = task.translate(
                 model, vocabulary, [sources[i] for i in batch], method="beam",
                 beam_size=beam_size, batch_size=batch_size,
             )
@@ -122,72 +124,19 @@ def distill(teacher_folder, workdir, beam_size=5, batch_size=64, limit=None, ver
     return manifest
 
 
-def read_distilled(folder):
-    """The ``(source, translation)`` pairs of a finished :func:`distill` folder, in corpus order.
-
-    Args:
-        folder: the ``workdir`` of :func:`distill`.
-
-    Returns:
-        A list of ``(str, str)`` pairs, as :func:`zoo.data.load_multi30k` gives them.
-
-    Raises:
-        FileNotFoundError: no such folder, or one of its files missing.
-        ValueError: an unfinished distillation, or files whose line counts disagree (with each
-            other or with the manifest).
-
-    Example:
-        >>> pairs = read_distilled("workdirs/kd")  # doctest: +SKIP
-    """
-    folder = os.fspath(folder)
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"{folder}: no such folder; make it with `zoo distill`")
-    manifest_path = os.path.join(folder, DISTILL_MANIFEST_FILE)
-    if not os.path.exists(manifest_path):
-        raise FileNotFoundError(f"{manifest_path}: missing; {folder} is no folder of `zoo distill`")
-    manifest = _read_manifest(manifest_path)
-    if not manifest.get("finished"):
-        raise ValueError(
-            f"{manifest_path}: the distillation is not finished; rerun `zoo distill` with "
-            f"--workdir {folder} to complete it"
-        )
-    paths = [os.path.join(folder, name) for name in (DISTILL_SOURCE_FILE, DISTILL_TARGET_FILE)]
-    for path in paths:
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{path}: missing, though {manifest_path} says finished")
-    pairs = read_parallel(*paths)  # its error names both files when their line counts differ
-    if len(pairs) != manifest.get("sentences"):
-        raise ValueError(
-            f"{paths[1]} has {len(pairs)} lines, but {manifest_path} says "
-            f"{manifest.get('sentences')} sentences"
-        )
-    return pairs
-
-
 def _resumed_manifest(path, partial_path, settings):
     """The manifest to go on with: a new one, or the saved one if it has the same settings."""
     if not os.path.exists(path):
         if os.path.exists(partial_path):  # only distill() writes it, and after the manifest
             raise ValueError(f"{partial_path}: found without {path}; use a new --workdir")
         return {**settings, "seconds": 0.0, "finished": False}
-    manifest = _read_manifest(path)
+    manifest = read_manifest(path)
     for field, value in settings.items():
         if manifest.get(field) != value:
             raise ValueError(
                 f"{path} was begun with {field} {manifest.get(field)!r}, not {value!r}; use a "
                 "new --workdir, or the same settings to resume"
             )
-    return manifest
-
-
-def _read_manifest(path):
-    with open(path, encoding="utf-8") as f:
-        try:
-            manifest = json.load(f)
-        except ValueError as error:
-            raise ValueError(f"{path} is not a JSON manifest ({error})") from None
-    if not isinstance(manifest, dict):
-        raise ValueError(f"{path} is not a JSON manifest (an object)")
     return manifest
 
 

@@ -1,0 +1,248 @@
+"""Sentences in, sentences out: the strings-to-strings frame around an ids -> ids search.
+
+:func:`translate_strings` is the frame in graph ops (tf-text tokenizer, the search, EOS cut,
+detokenizer), shared by :func:`translate_sentences` (the search under XLA, in batches) and the
+SavedModels of :mod:`zoo.export.text_serving`. It knows the tokenizer and a search, never the
+model: the model's task hands the search. TensorFlow is imported when a function is called.
+"""
+
+import weakref
+
+from keras import ops
+
+from zoo.progress import Progress
+from zoo.special_ids import EOS_ID, PAD_ID
+
+__all__ = [
+    "LENGTH_BUCKET", "bucketed", "output_length", "round_up", "translate_sentences",
+    "translate_strings", "xla_compiled",
+]  # fmt: skip
+
+
+# model -> {settings: compiled function}; a model's functions go when the model goes.
+_COMPILED = weakref.WeakKeyDictionary()
+LENGTH_BUCKET = 8  # source lengths are padded to a multiple of this, to bound recompiles
+
+
+def output_length(source_ids, limit=None):
+    """How many target tokens a search of these sources makes room for: ``1.2 S + 10``.
+
+    ``S`` is the width of the padded batch, as fairseq sizes its searches
+    (``--max-len-a 1.2 --max-len-b 10``, the setting of its translation examples), capped by
+    the model's ``limit`` positions. The caches, the buffers and beam search's exact early
+    stopping bound all follow this length, so a batch of short sentences is not decoded at
+    the cost of the longest one the model can read. On Multi30k training data, 8 of 29,000
+    references are longer than this for their own source; in a batch, the widest source
+    sets the length.
+
+    Args:
+        source_ids: ``(B, S)`` source ids, 0-padded.
+        limit: the model's target positions (None: no cap).
+
+    Returns:
+        A Python int when ``S`` is known at trace time; otherwise a scalar int32 tensor
+        (plain graph mode, and XLA, which folds it to a constant of each compiled shape).
+    """
+    width = source_ids.shape[1]
+    known = width is not None
+    if not known:
+        width = ops.shape(source_ids)[1]
+    length = width + width // 5 + 10  # integer arithmetic: XLA folds it from the shape
+    if limit is None:
+        return length
+    return min(length, limit) if known else ops.minimum(length, limit)
+
+
+def translate_strings(inputs, tokenizer, search, max_input_length=None):
+    """The frame of every text-to-text decoder: strings in, strings out, in TensorFlow ops.
+
+    Invalid UTF-8 in an input is replaced by U+FFFD; the input is tokenized and truncated to
+    its first ``max_input_length`` tokens. The rows with tokens go to ``search`` as one 0-padded
+    batch (none at all when no row has a token); its ids are cut after the first EOS of the
+    tokenizer, detokenized, and repaired to valid UTF-8 (byte pieces can spell invalid
+    UTF-8). A row without tokens (empty, blank, only invalid bytes) translates to ``""``.
+
+    Args:
+        inputs: ``tf.string`` ``(B,)``, the sentences (any bytes; B may be 0).
+        tokenizer: a :class:`zoo.data.SentencePieceTokenizer` (``tokenize``, ``detokenize``,
+            ``eos_id``).
+        search: a function of ``(B', S)`` int32 source ids, 0-padded, to ``(B', L)`` int ids
+            of the outputs; traced in the caller's graph.
+        max_input_length: the most tokens read per input; None reads them all.
+
+    Returns:
+        ``tf.string`` ``(B,)``: one valid UTF-8 output per input.
+
+    Example:
+        >>> import os, tempfile
+        >>> import tensorflow as tf
+        >>> from zoo.data import SentencePieceTokenizer, load_multi30k, train_sentencepiece
+        >>> texts = [s for pair in load_multi30k("val") for s in pair]
+        >>> path = train_sentencepiece(texts, os.path.join(tempfile.mkdtemp(), "sp"), 400)
+        >>> copy = lambda ids: ids  # a search that gives back its source
+        >>> outputs = translate_strings(
+        ...     tf.constant(["A dog runs.", ""]), SentencePieceTokenizer(path), copy)
+        >>> [text.decode() for text in outputs.numpy()]
+        ['A dog runs.', '']
+    """
+    import tensorflow as tf
+
+    from zoo.data.utf8 import repair_utf8
+
+    eos_id = tokenizer.eos_id if tokenizer.eos_id >= 0 else EOS_ID
+    batch = tf.shape(inputs)[0]
+    tokens = tokenizer.tokenize(repair_utf8(inputs))  # (B, None) ragged
+    if max_input_length is not None:
+        tokens = tokens[:, :max_input_length]
+    # Only the rows with tokens are decoded; the others translate to "".
+    keep = tf.where(tokens.row_lengths() > 0)[:, 0]  # (B',) int64
+    source = tf.gather(tokens, keep).to_tensor(default_value=PAD_ID)  # (B', S)
+
+    def decode():
+        ids = tf.convert_to_tensor(search(tf.cast(source, tf.int32)))  # (B', L)
+        # Cut after the first EOS.
+        eos_seen = tf.cumsum(tf.cast(tf.equal(ids, eos_id), tf.int32), axis=1)
+        ids = tf.where(tf.equal(eos_seen, 0), ids, PAD_ID)
+        return tokenizer.detokenize(ids)  # (B',)
+
+    outputs = tf.cond(tf.size(keep) > 0, decode, lambda: tf.zeros([0], tf.string))  # (B',)
+    # Byte pieces can spell invalid UTF-8: repair it, so that every output is valid text.
+    outputs = repair_utf8(outputs)
+    return tf.tensor_scatter_nd_update(
+        tf.fill([batch], ""), tf.expand_dims(keep, 1), outputs
+    )  # (B,)
+
+
+def round_up(n):
+    """``n`` (an int or an int tensor) rounded up to a multiple of ``LENGTH_BUCKET``."""
+    return (n + LENGTH_BUCKET - 1) // LENGTH_BUCKET * LENGTH_BUCKET
+
+
+def translate_sentences(
+    model,
+    tokenizer,
+    sentences,
+    make_search,
+    source_limit=None,
+    method="beam",
+    beam_size=4,
+    max_length=None,
+    batch_size=64,
+    verbose=False,
+    **kwargs,
+):
+    """Translate sentences with the search that ``make_search`` builds for ``model``.
+
+    The sentences go through :func:`translate_strings` (tokenized in the graph by the tf-text
+    tokenizer, truncated to ``source_limit`` tokens, cut after EOS, detokenized) with the
+    search under ``tf.function(jit_compile=True)``, compiled once per settings and padded
+    shape and cached with the model. They go through in batches of ``batch_size`` sentences
+    of similar lengths (sorted by length, the results in the order given); sources are padded
+    to a multiple of 8 tokens and batches to a power of two (:func:`bucketed`), so that few
+    shapes are ever compiled; padding changes no translation that ends.
+
+    Args:
+        model: the trained model (the key of the compiled functions' cache).
+        tokenizer: a :class:`zoo.data.SentencePieceTokenizer` (its ``bos_id`` and ``eos_id``
+            start and end the target).
+        sentences: a list of source sentences (``str``).
+        make_search: ``make_search(model, method, max_length, compile_stage=..., **kwargs)``
+            -> an ids -> ids search (the task's: a translator's, a NAT's).
+        source_limit: the model's source positions (None: unbounded).
+        method, beam_size, max_length, **kwargs: the search's settings (``beam_size`` goes to
+            ``"beam"`` only; ``bos_id`` and ``eos_id`` come from the tokenizer).
+        batch_size: the most sentences decoded together.
+        verbose: draw a progress bar over the sentences on stderr.
+
+    Returns:
+        A list of ``str``, one translation per sentence; a sentence with no tokens (empty or
+        blank) gives the empty string.
+    """
+    import tensorflow as tf
+
+    if isinstance(sentences, str):
+        raise TypeError("translate() takes a list of sentences; wrap a single one in a list.")
+    sentences = list(sentences)
+    if kwargs.get("rescorer", 0) is None:
+        del kwargs["rescorer"]  # no rescorer: the same compiled search as without the argument
+    # The tokenizer's generation changes when a seed reset killed its tf-text op: retrace then.
+    generation = tokenizer.ensure_alive() if hasattr(tokenizer, "ensure_alive") else 0
+    settings = (
+        id(tokenizer), generation, method, beam_size, max_length, tuple(sorted(kwargs.items()))
+    )
+    functions = _COMPILED.setdefault(model, {})
+    if settings not in functions:  # built before any sentence: bad settings fail at once
+        ids_kwargs = dict(kwargs, eos_id=tokenizer.eos_id if tokenizer.eos_id >= 0 else EOS_ID)
+        if tokenizer.bos_id >= 0:
+            ids_kwargs["bos_id"] = tokenizer.bos_id
+        if method == "beam":
+            ids_kwargs["beam_size"] = beam_size
+        search = make_search(model, method, max_length, compile_stage=xla_compiled, **ids_kwargs)
+        functions[settings] = _make_translate_function(tf, tokenizer, search, source_limit)
+    run = functions[settings]
+    if not sentences:
+        return []
+
+    # Batches of sentences of similar lengths: a batch is decoded as long as its longest
+    # sentence needs, and its search is sized from its widest source.
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+    outputs = [None] * len(sentences)
+    progress = Progress(len(sentences), enabled=verbose, unit="sentences")
+    for start in range(0, len(sentences), batch_size):
+        chunk = order[start : start + batch_size]
+        texts = run(tf.constant([sentences[i] for i in chunk])).numpy()
+        for i, text in zip(chunk, texts):
+            outputs[i] = text.decode("utf-8", errors="replace")
+        progress.add(len(chunk))
+    return outputs
+
+
+def xla_compiled(function):
+    """``function`` compiled by XLA, as the searches of :func:`translate` and of the ``_xla``
+    serving signatures run (a ``compile_stage`` of a task's search)."""
+    import tensorflow as tf
+
+    return tf.function(function, jit_compile=True, autograph=False)
+
+
+def bucketed(search, source_limit=None):
+    """``search`` on sources padded to few shapes: what an XLA-compiled search needs.
+
+    XLA compiles a function once per input shape. The source batch is padded to the next
+    power of two rows and the next multiple of 8 tokens (within ``source_limit``), so that a
+    stream of requests compiles a few dozen shapes, not one per request. Padding changes no
+    translation that ends (the padded rows are dropped from the result), but the search's
+    length follows the padded width (:func:`output_length`): a translation that never ends
+    runs to that length.
+
+    Args:
+        search: a function of ``(B, S)`` int32 source ids, 0-padded, to ``(B, L)`` ids.
+        source_limit: the model's source positions (None: no limit).
+
+    Returns:
+        A function of the same arguments and results, in TensorFlow ops.
+    """
+    import tensorflow as tf
+
+    def run(source):  # (B', S)
+        batch, length = tf.shape(source)[0], tf.shape(source)[1]
+        rows = tf.while_loop(lambda n: n < batch, lambda n: 2 * n, [tf.constant(1)])[0]
+        padded = tf.maximum(round_up(length), LENGTH_BUCKET)
+        if source_limit is not None:
+            padded = tf.maximum(tf.minimum(padded, source_limit), length)
+        source = tf.pad(source, [[0, rows - batch], [0, padded - length]])
+        return search(source)[:batch]  # (B', L)
+
+    return run
+
+
+def _make_translate_function(tf, tokenizer, search, source_limit):
+    """The frame in a ``tf.function`` over the search (compiled by XLA), on bucketed shapes."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+    def run(sentences):
+        return translate_strings(
+            sentences, tokenizer, bucketed(search, source_limit), max_input_length=source_limit
+        )
+
+    return run

@@ -1,0 +1,91 @@
+"""The functional NAT: the translator's public stacks, a length predictor, and a decoder
+without the causal mask (reading mask tokens, or a uniform copy of the source)."""
+
+import keras
+
+from zoo.layers import LengthPredictor, UniformCopy
+from zoo.models.nat.config import COPY_LAYER
+from zoo.models.translator.stacks import NewLayers, decoder_stack, encoder_stack
+
+__all__ = ["build_nat_translator", "nat_decoder_stack"]
+
+
+def build_nat_translator(config):
+    """A functional NAT: ``{"source", "target_in"}`` ids -> token logits and length scores.
+
+    Layer names are the translator's (``embedding`` or ``source_embedding``/
+    ``target_embedding``, ``encoder_block_{i}``, ``encoder_norm``, ``decoder_block_{i}``,
+    ``decoder_norm``, ``output_projection``) plus ``length_predictor`` (which records
+    ``length_mode``) and, with ``decoder_input="copy"``, ``source_copy``.
+
+    Args:
+        config: a :class:`NATConfig`.
+
+    Returns:
+        A ``keras.Model`` mapping ``{"source": (B, S), "target_in": (B, T)}`` int32 ids (0 is
+        padding; ``target_in`` holds :data:`MASK_ID` where a token is to be predicted, and with
+        ``"copy"`` only its padding matters) to ``{"tokens": (B, T, V) logits, "length":
+        (B, 2K + 1) offset scores}``.
+
+    Example:
+        >>> from zoo.models.nat import build_nat_translator, get_config
+        >>> model = build_nat_translator(get_config("tiny"))
+        >>> {name: tuple(output.shape) for name, output in sorted(model.output.items())}
+        {'length': (None, 17), 'tokens': (None, None, 1000)}
+
+    References:
+        Ghazvininejad et al. 2019, "Mask-Predict: Parallel Decoding of Conditional Masked
+        Language Models"; Gu et al. 2018, "Non-Autoregressive Neural Machine Translation".
+    """
+    source = keras.Input((None,), dtype="int32", name="source")
+    target_in = keras.Input((None,), dtype="int32", name="target_in")
+    layers = NewLayers(config)
+    memory = encoder_stack(layers, source)  # (B, S, D), carries the padding mask
+    length = LengthPredictor(
+        config.max_offset, length_mode=config.length_mode, name="length_predictor"
+    )(memory)  # (B, 2K + 1)
+    copy = UniformCopy(name=COPY_LAYER) if config.decoder_input == "copy" else None
+    logits = nat_decoder_stack(layers, copy, target_in, memory, source)
+    return keras.Model(
+        {"source": source, "target_in": target_in},
+        {"tokens": logits, "length": length},
+        name="nat",
+    )
+
+
+def nat_decoder_stack(
+    layers,
+    copy,
+    target_ids,
+    memory,
+    source_ids,
+    padding_mask=None,
+    encoder_padding_mask=None,
+    training=None,
+):
+    """The translator's decoder stack without the causal mask: ``(B, T)`` ids -> logits.
+
+    With ``copy`` (a :class:`~zoo.layers.UniformCopy`), the decoder's token embeddings are
+    the source's, copied to the real target positions. Without masks (the builder) the
+    padding comes from the ids' implicit masks.
+    """
+    token_embeddings = None
+    if copy is not None:
+        source = layers.source_embedding(source_ids, tokens_only=True)  # (B, S, D)
+        if padding_mask is None:
+            target_padding = layers.target_embedding.compute_mask(target_ids)
+        else:
+            target_padding = padding_mask
+        token_embeddings = copy(source, target_padding, padding_mask=encoder_padding_mask)
+    logits, _, _ = decoder_stack(
+        layers,
+        target_ids,
+        memory,
+        padding_mask=padding_mask,
+        encoder_padding_mask=encoder_padding_mask,
+        use_causal_mask=False,
+        token_embeddings=token_embeddings,
+        training=training,
+    )
+    return logits  # (B, T, V)
+

@@ -1,0 +1,93 @@
+"""The NAT's config: a translator's, and what the non-autoregressive model adds; its presets."""
+
+import dataclasses
+from dataclasses import dataclass
+
+from zoo.layers.length_predictor import LENGTH_MODES
+from zoo.models.presets import from_presets
+from zoo.models.translator import PRESETS as TRANSLATOR_PRESETS
+from zoo.models.translator import TranslatorConfig
+
+__all__ = ["DECODER_INPUTS", "LENGTH_MODES", "MASK_ID", "PRESETS", "NATConfig", "get_config"]
+
+MASK_ID = 1  # the SentencePiece UNK id: byte fallback means real text never needs it
+DECODER_INPUTS = ("mask", "copy")
+COPY_LAYER = "source_copy"  # the UniformCopy layer: its presence means decoder_input="copy"
+
+
+@dataclass(frozen=True)
+class NATConfig(TranslatorConfig):
+    """A :class:`~zoo.models.TranslatorConfig` and what the non-autoregressive model adds.
+
+    Model:
+        decoder_input: what the decoder reads. ``"mask"``: the target with mask tokens
+            (:data:`MASK_ID`) at the positions to predict (CMLM, Ghazvininejad et al. 2019);
+            at inference every position starts masked, and Mask-Predict refines. ``"copy"``:
+            at each target position the source token embedding that
+            :class:`~zoo.layers.UniformCopy` maps there, plus the decoder's positions (Gu et
+            al. 2018). The target ids then give only the length, so every target position is
+            a label, and decoding is one pass: refinement could not change the output, so
+            more iterations are refused (:func:`zoo.decoding.translation.nat_counts`).
+        length_mode: how the target length is chosen. ``"predict"``: from the length
+            predictor's best offsets to the source length. ``"max"``: every sentence is
+            decoded at the widest length the offsets reach, :func:`widest_lengths` (the
+            ceiling the length classes imply, the same in training and decoding, and a cost
+            that grows with the source rather than with ``max_length``), and ends at its
+            first EOS. The labels are the target, EOS, then EOS up to that width, so
+            refinement works over a defined sequence and the model, not a length classifier,
+            decides where the sentence ends. The length predictor is still trained (a small
+            auxiliary loss on the encoder, and the ``length_accuracy`` of both modes stays
+            comparable) but decides nothing; ``length_loss_weight=0`` drops it.
+        max_offset: K of the length predictor: target lengths from ``source - K`` to
+            ``source + K`` (in pieces, EOS included) are told apart. With ``"max"``, the room
+            a target has beyond its source.
+
+    Training:
+        length_loss_weight: the weight of the length predictor's cross entropy beside the
+            tokens' (fairseq's default, 0.1).
+    """
+
+    decoder_input: str = "mask"
+    length_mode: str = "predict"
+    max_offset: int = 24
+    length_loss_weight: float = 0.1
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.scheduled_sampling != "none":
+            raise ValueError(
+                "Scheduled sampling mixes a left-to-right decoder's own predictions into its "
+                f"input; the NAT has none: scheduled_sampling must be 'none', got "
+                f"{self.scheduled_sampling!r}."
+            )
+        if self.copy_mechanism:
+            raise ValueError(
+                "The copy mechanism of the translator mixes copies into a left-to-right "
+                "decoder's output, through its step function; the NAT has none: "
+                "copy_mechanism must be False."
+            )
+        if self.cross_attention_layers != "last":
+            # The length predictor and the decoder read one encoder output.
+            raise ValueError(
+                f"The NAT reads the encoder's last layer: cross_attention_layers must be "
+                f"'last', got {self.cross_attention_layers!r}."
+            )
+        for field, value, choices in (
+            ("decoder_input", self.decoder_input, DECODER_INPUTS),
+            ("length_mode", self.length_mode, LENGTH_MODES),
+        ):
+            if value not in choices:
+                raise ValueError(f"Unknown {field} {value!r}; expected one of {choices}.")
+
+
+# The translator's presets with the NAT's defaults: the same shapes, so a NAT and its teacher
+# compare at equal size.
+PRESETS = {
+    name: NATConfig(**dataclasses.asdict(TRANSLATOR_PRESETS[name])) for name in ("tiny", "small")
+}
+PRESETS["tiny"] = dataclasses.replace(PRESETS["tiny"], max_offset=8)
+
+
+def get_config(preset, **overrides):
+    """The named preset, with any field overridden: ``get_config("small", max_offset=16)``."""
+    return from_presets(PRESETS, preset, "NAT translator", **overrides)

@@ -1,0 +1,197 @@
+"""A trained NAT's inference API: its modes as its layers record them, the encoder and length
+predictor run once, and one parallel decoder pass (what Mask-Predict refines)."""
+
+from dataclasses import dataclass
+
+from keras import ops
+
+from zoo.models.nat.build import nat_decoder_stack
+from zoo.models.nat.config import COPY_LAYER
+from zoo.models.translator import encode, translator_layers
+
+__all__ = [
+    "NATModes",
+    "decode_and_lengths",
+    "nat_decode",
+    "nat_encode",
+    "nat_modes",
+    "widest_lengths",
+]
+
+
+@dataclass(frozen=True)
+class NATModes:
+    """How a built or loaded NAT decodes, as its layers record it (:func:`nat_modes`).
+
+    Attributes:
+        decoder_input: ``"mask"`` or ``"copy"`` (:class:`NATConfig`).
+        length_mode: ``"predict"`` or ``"max"``.
+        max_offset: K, the length predictor's largest offset.
+    """
+
+    decoder_input: str
+    length_mode: str
+    max_offset: int
+
+    @property
+    def refines(self):
+        """Whether Mask-Predict iterations can change the output (the decoder reads tokens)."""
+        return self.decoder_input == "mask"
+
+    @property
+    def predicts_length(self):
+        """Whether the length comes from the length predictor's candidates."""
+        return self.length_mode == "predict"
+
+
+def nat_modes(model):
+    """The :class:`NATModes` of a model of :func:`build_nat_translator`, from its layers.
+
+    A ``.keras`` file alone decodes right: the copy is a layer of its own (``source_copy``)
+    and the length predictor's config holds ``length_mode`` and ``max_offset``.
+
+    Raises:
+        ValueError: the model has no ``length_predictor`` (not a NAT).
+    """
+    layers = {layer.name: layer for layer in model.layers}
+    if "length_predictor" not in layers:
+        raise ValueError(
+            f"Model {model.name!r} has no layer 'length_predictor': not a model of "
+            "zoo.models.nat.build_nat_translator."
+        )
+    predictor = layers["length_predictor"]
+    decoder_input = "copy" if COPY_LAYER in layers else "mask"
+    return NATModes(decoder_input, predictor.length_mode, predictor.max_offset)
+
+
+def widest_lengths(source_lengths, max_offset, max_length):
+    """The target width of ``length_mode="max"``: ``min(max(source + K, 2), max_length)``.
+
+    As wide as the length predictor's largest class, and at least a token and its EOS. The
+    training data (``make_translation_dataset(length_mode="max")``) pads each target with
+    EOS to this width.
+
+    Args:
+        source_lengths: ``(B,)`` int source lengths.
+        max_offset: K.
+        max_length: the longest target (EOS included).
+
+    Returns:
+        ``(B,)`` int32 widths.
+    """
+    widths = ops.cast(source_lengths, "int32") + max_offset
+    return ops.minimum(ops.maximum(widths, 2), max_length)
+
+
+def nat_encode(model, source_ids):
+    """Run the encoder and the length predictor once.
+
+    Args:
+        model: a model of :func:`build_nat_translator`.
+        source_ids: ``(B, S)`` int ids, 0-padded.
+
+    Returns:
+        ``(memory, source_padding, length_scores)``: the encoder output ``(B, S, D)``, the
+        boolean ``(B, S)`` mask (True on real tokens) and the float32 offset scores
+        ``(B, 2K + 1)``.
+    """
+    memory, source_padding = encode(model, source_ids)  # the translator's encoder, as it runs
+    scores = model.get_layer("length_predictor")(memory, padding_mask=source_padding)
+    return memory, source_padding, ops.cast(scores, "float32")
+
+
+def nat_decode(model, memory, source_padding, target_in, source_ids=None):
+    """One decoder pass: ``(B, T)`` decoder inputs -> float32 token logits ``(B, T, V)``.
+
+    Args:
+        model: a model of :func:`build_nat_translator`.
+        memory: ``(B, S, D)``, the encoder output of :func:`nat_encode`.
+        source_padding: ``(B, S)`` boolean, True on real source tokens.
+        target_in: ``(B, T)`` int ids: tokens, :data:`MASK_ID` where to predict, 0 after the
+            target's length.
+        source_ids: ``(B, S)`` int source ids, 0-padded: what a ``"copy"`` model's decoder
+            reads (its embeddings); unused by a ``"mask"`` model.
+
+    Raises:
+        ValueError: a ``"copy"`` model without ``source_ids``.
+    """
+    layers = translator_layers(model)
+    copy = _copy_layer(model)
+    if copy is not None:
+        if source_ids is None:
+            raise ValueError(
+                "A model with decoder_input='copy' decodes from the source's embeddings: "
+                "pass source_ids."
+            )
+        source_ids = ops.cast(source_ids, "int32")
+    target_in = ops.cast(target_in, "int32")
+    logits = nat_decoder_stack(
+        layers,
+        copy,
+        target_in,
+        memory,
+        source_ids,
+        padding_mask=layers.target_embedding.compute_mask(target_in),
+        encoder_padding_mask=source_padding,
+        training=False,
+    )
+    return ops.cast(logits, "float32")
+
+
+def _copy_layer(model):
+    return next((layer for layer in model.layers if layer.name == COPY_LAYER), None)
+
+
+def decode_and_lengths(model, source_ids, max_length, length_beam=1):
+    """What :func:`zoo.decoding.nat_search` takes, with the encoder run here once.
+
+    Args:
+        model: a model of :func:`build_nat_translator`.
+        source_ids: ``(B, S)`` int ids, 0-padded.
+        max_length: Python int, the longest target the search decodes (EOS included).
+        length_beam: l, the candidate lengths decoded per sentence (an int, or a scalar int
+            tensor in graph mode, already clamped as the search clamps it); 1 for a
+            ``length_mode="max"`` model, which decodes one width per sentence.
+
+    Returns:
+        ``(decode, lengths)``: ``decode(target_in)`` maps ``(B * l, T)`` decoder inputs to
+        logits over the memory repeated per candidate (row ``b * l + k`` is candidate ``k``
+        of sentence ``b``); ``lengths`` is the keyword arguments of ``nat_search`` that
+        choose the lengths: the ``(B, 2K + 1)`` ``length_logits`` and the ``(B,)``
+        ``source_lengths``, or for ``length_mode="max"`` the ``(B,)`` ``lengths`` of
+        :func:`widest_lengths`.
+
+    Raises:
+        ValueError: a ``length_beam`` int other than 1 for a ``length_mode="max"`` model.
+
+    Example:
+        >>> from zoo.decoding import nat_search
+        >>> from zoo.models.nat import build_nat_translator, get_config
+        >>> model = build_nat_translator(get_config("tiny"))
+        >>> source = ops.convert_to_tensor([[5, 6, 7, 3], [8, 3, 0, 0]], "int32")
+        >>> decode, lengths = decode_and_lengths(model, source, max_length=8, length_beam=2)
+        >>> tokens, _ = nat_search(decode, **lengths, max_length=8, length_beam=2)
+        >>> tuple(tokens.shape)
+        (2, 8)
+    """
+    modes = nat_modes(model)
+    if not modes.predicts_length and isinstance(length_beam, int) and length_beam != 1:
+        raise ValueError(
+            f"length_beam={length_beam}: a model with length_mode='max' decodes one length "
+            "per sentence."
+        )
+    source_ids = ops.cast(source_ids, "int32")
+    memory, source_padding, scores = nat_encode(model, source_ids)
+    source_lengths = ops.sum(ops.cast(source_padding, "int32"), axis=1)  # (B,)
+    if modes.predicts_length:
+        lengths = {"length_logits": scores, "source_lengths": source_lengths}
+    else:
+        lengths = {"lengths": widest_lengths(source_lengths, modes.max_offset, max_length)}
+    memory, source_padding, source_ids = (
+        ops.repeat(x, length_beam, axis=0) for x in (memory, source_padding, source_ids)
+    )
+
+    def decode(target_in):
+        return nat_decode(model, memory, source_padding, target_in, source_ids=source_ids)
+
+    return decode, lengths

@@ -1,0 +1,23 @@
+"""The encoder-only part-of-speech tagger (UD English-EWT UPOS), built with the functional API.
+
+A word is its (lowercased) word embedding plus a character feature (a convolution over its
+characters, max-pooled), so that a word never seen in training still gets a good tag from its
+spelling. A stack of transformer encoder blocks reads the sentence; a per-token head gives the
+UPOS scores, as softmax logits or as the potentials of a linear-chain CRF (``zoo.layers.CRF``).
+:func:`tagger_heads` says which heads a built or reloaded tagger has. ``zoo.data.TaggerVocabulary``
+turns sentences into its inputs; ``zoo.decoding.tagging`` turns its outputs into tags.
+"""
+
+from zoo.models.tagger.build import TaggerHead, build_tagger, tagger_heads
+from zoo.models.tagger.config import HEADS, NUM_UPOS_TAGS, PRESETS, TaggerConfig, get_config
+
+__all__ = [
+    "HEADS",
+    "NUM_UPOS_TAGS",
+    "PRESETS",
+    "TaggerConfig",
+    "TaggerHead",
+    "build_tagger",
+    "get_config",
+    "tagger_heads",
+]

@@ -1,0 +1,38 @@
+"""The autoregressive encoder-decoder translator (Multi30k En->De), built with the functional API.
+
+``config`` holds :class:`TranslatorConfig` and its presets; ``stacks`` the layers by role and
+the forward pass, written once (public, so that the NAT builds on them); ``build`` the
+functional model; ``inference`` what the searches of :mod:`zoo.decoding` run (encode once, then
+one step at a time with KV caches), the rescorer and the attention pictures.
+"""
+
+from zoo.models.translator.build import build_translator
+from zoo.models.translator.config import PRESETS, TranslatorConfig, get_config
+from zoo.models.translator.inference import (
+    cross_attention_weights,
+    encode,
+    full_logits,
+    init_caches,
+    rescorer,
+    step,
+    step_and_caches,
+)
+from zoo.models.translator.stacks import TranslatorLayers, translator_layers
+
+from zoo.models.translator.search import METHODS, translator_search
+__all__ = [
+    "translator_search",
+    "PRESETS",
+    "TranslatorConfig",
+    "TranslatorLayers",
+    "build_translator",
+    "cross_attention_weights",
+    "encode",
+    "full_logits",
+    "get_config",
+    "init_caches",
+    "rescorer",
+    "step",
+    "step_and_caches",
+    "translator_layers",
+]

@@ -1,0 +1,351 @@
+"""The translator's layers by role and the forward pass, written once: the encoder stack and
+the decoder stack. The builder runs them on symbolic inputs, the inference functions on tensors
+(one token at a time with KV caches), and the NAT on its own inputs, without the causal mask.
+"""
+
+import functools
+from dataclasses import dataclass
+
+import keras
+
+from zoo.layers import (
+    LayerMix,
+    PointerGenerator,
+    TokenAndPositionEmbedding,
+    TransformerDecoderBlock,
+    TransformerEncoderBlock,
+)
+
+__all__ = [
+    "NewLayers",
+    "TranslatorLayers",
+    "block_memory",
+    "copy_inputs",
+    "decoder_stack",
+    "encoder_stack",
+    "translator_layers",
+]
+
+
+def _embedding(config, name):
+    return TokenAndPositionEmbedding(
+        config.vocab_size,
+        config.d_model,
+        max_length=config.max_length,
+        position=config.position,
+        mask_zero=True,
+        dropout=config.dropout,
+        name=name,
+    )
+
+
+def _block_kwargs(config):
+    return dict(
+        num_heads=config.num_heads,
+        ff_dim=config.ff_dim,
+        dropout=config.dropout,
+        attention_dropout=config.attention_dropout,
+        ff_dropout=config.activation_dropout,
+        activation=config.activation,
+        normalize_first=config.normalize_first,
+        attention=config.attention,
+    )
+
+
+@dataclass(frozen=True)
+class TranslatorLayers:
+    """A translator's layers by role: what its encoder and decoder stacks run.
+
+    ``source_embedding`` and ``target_embedding`` are one layer when the embeddings are shared;
+    ``output_projection`` is None when it is tied to the target embedding, and the final norms
+    are None in post-LN models.
+
+    Attributes:
+        vocab_size: V, the size of the target vocabulary.
+        max_length: the number of target positions (None when unbounded: sinusoidal encodings
+            without ``max_length``). A search of ``max_length`` steps uses positions
+            ``0 .. max_length - 1``.
+        max_source_length: the number of source positions (None when unbounded).
+        num_caches: the number of KV caches of a search: two per decoder block.
+        encoder_outputs: one :class:`~zoo.layers.LayerMix` per decoder block, choosing the
+            encoder output it reads; empty when every block reads the last layer.
+        pointer_generator: the :class:`~zoo.layers.PointerGenerator` on the output, or None
+            (no copy mechanism).
+    """
+
+    source_embedding: keras.layers.Layer
+    target_embedding: keras.layers.Layer
+    encoder_blocks: tuple
+    decoder_blocks: tuple
+    encoder_norm: keras.layers.Layer = None
+    decoder_norm: keras.layers.Layer = None
+    output_projection: keras.layers.Layer = None
+    encoder_outputs: tuple = ()
+    pointer_generator: keras.layers.Layer = None
+
+    @property
+    def vocab_size(self):
+        return self.target_embedding.vocab_size
+
+    @property
+    def max_length(self):
+        return self.target_embedding.max_length
+
+    @property
+    def max_source_length(self):
+        return self.source_embedding.max_length
+
+    @property
+    def num_caches(self):
+        return 2 * len(self.decoder_blocks)
+
+
+class NewLayers:
+    """The layers of a new translator, each made when the builder's stacks first reach it.
+
+    A layer draws random seeds when it is made and again when it is built, so making each one
+    just before its first call keeps the order of the draws, and with it the weights that a
+    given seed builds, as they have always been. It has the attributes of
+    :class:`TranslatorLayers`; the blocks come as generators, made one at a time the first
+    time a stack runs and the same ones after.
+    """
+
+    def __init__(self, config):
+        self.config = config
+        self._made = {"encoder_block_": [], "decoder_block_": []}
+
+    def _blocks(self, prefix, block_class, count):
+        made = self._made[prefix]
+        for i in range(count):
+            if i == len(made):
+                made.append(block_class(**_block_kwargs(self.config), name=f"{prefix}{i}"))
+            yield made[i]
+
+    @functools.cached_property
+    def _embeddings(self):
+        if self.config.share_embeddings:
+            embedding = _embedding(self.config, "embedding")
+            return embedding, embedding
+        return _embedding(self.config, "source_embedding"), _embedding(
+            self.config, "target_embedding"
+        )
+
+    @property
+    def source_embedding(self):
+        return self._embeddings[0]
+
+    @property
+    def target_embedding(self):
+        return self._embeddings[1]
+
+    @property
+    def encoder_blocks(self):
+        return self._blocks("encoder_block_", TransformerEncoderBlock, self.config.encoder_layers)
+
+    @property
+    def decoder_blocks(self):
+        return self._blocks("decoder_block_", self._decoder_block, self.config.decoder_layers)
+
+    def _decoder_block(self, **kwargs):
+        if self.config.cross_attention_score != "scaled_dot":
+            # Only when chosen: the saved configs of existing models stay as they were.
+            kwargs["cross_attention_kwargs"] = {"score": self.config.cross_attention_score}
+        return TransformerDecoderBlock(**kwargs)
+
+    @functools.cached_property
+    def encoder_norm(self):
+        return self._final_norm("encoder_norm")
+
+    @functools.cached_property
+    def encoder_outputs(self):
+        choice, count = self.config.cross_attention_layers, self.config.encoder_layers + 1
+        if choice == "last":
+            return ()
+        indices = [None] * self.config.decoder_layers if choice == "mix" else choice
+        return tuple(
+            LayerMix(count, index=index, name=f"encoder_output_{i}")
+            for i, index in enumerate(indices)
+        )
+
+    @functools.cached_property
+    def decoder_norm(self):
+        return self._final_norm("decoder_norm")
+
+    @functools.cached_property
+    def pointer_generator(self):
+        if not self.config.copy_mechanism:
+            return None
+        return PointerGenerator(name="pointer_generator")
+
+    @functools.cached_property
+    def output_projection(self):
+        if self.config.share_embeddings:
+            return None  # tied to the target embedding
+        return keras.layers.Dense(self.config.vocab_size, name="output_projection")
+
+    def _final_norm(self, name):
+        if not self.config.normalize_first:
+            return None  # post-LN blocks end normalized
+        return keras.layers.LayerNormalization(epsilon=1e-5, name=name)
+
+
+def translator_layers(model):
+    """The :class:`TranslatorLayers` of a translator, found by their stable names.
+
+    This is the one place that reads a model by layer names, so a model loaded from a
+    ``.keras`` file (also one saved before the layers had a class of their own) decodes with
+    the same stacks as the builder runs.
+
+    Args:
+        model: a ``keras.Model`` of :func:`build_translator`, built or loaded.
+
+    Returns:
+        Its :class:`TranslatorLayers`.
+
+    Raises:
+        ValueError: the model lacks a layer a translator has.
+    """
+    layers = {layer.name: layer for layer in model.layers}
+
+    def find(name):
+        if name not in layers:
+            raise ValueError(
+                f"A translator needs a layer named {name!r}; model {model.name!r} (not a model "
+                f"of zoo.models.build_translator?) has {sorted(layers)}."
+            )
+        return layers[name]
+
+    def numbered(prefix):
+        blocks = []
+        while f"{prefix}{len(blocks)}" in layers:
+            blocks.append(layers[f"{prefix}{len(blocks)}"])
+        return tuple(blocks)
+
+    if "embedding" in layers:
+        source_embedding = target_embedding = layers["embedding"]
+        output_projection = None  # tied: embedding(hidden, reverse=True)
+    else:
+        source_embedding = find("source_embedding")
+        target_embedding = find("target_embedding")
+        output_projection = find("output_projection")
+    decoder_blocks = numbered("decoder_block_")
+    if not decoder_blocks:
+        find("decoder_block_0")
+    return TranslatorLayers(
+        source_embedding,
+        target_embedding,
+        numbered("encoder_block_"),
+        decoder_blocks,
+        encoder_norm=layers.get("encoder_norm"),
+        decoder_norm=layers.get("decoder_norm"),
+        output_projection=output_projection,
+        encoder_outputs=numbered("encoder_output_"),
+        pointer_generator=layers.get("pointer_generator"),
+    )
+
+
+# ---------------------------------------------------------------------- the forward pass
+def encoder_stack(layers, source_ids, padding_mask=None, training=None):
+    """Embed and encode the source: ``(B, S)`` ids -> the memory the decoder reads.
+
+    The memory is ``(B, S, D)``, the last layer after the final norm, or, when the decoder
+    blocks read chosen encoder layers (``layers.encoder_outputs``), a tuple of one such tensor
+    per decoder block. Without ``padding_mask`` (the builder's symbolic inputs) the blocks
+    read the padding from the embedding's implicit Keras mask.
+    """
+    x = layers.source_embedding(source_ids, training=training)  # (B, S, D)
+    outputs = [x]
+    for block in layers.encoder_blocks:
+        x = block(x, padding_mask=padding_mask, training=training)  # (B, S, D)
+        outputs.append(x)
+    norm = layers.encoder_norm or (lambda x: x)
+    if not layers.encoder_outputs:
+        return norm(x)
+    return tuple(norm(choose(outputs)) for choose in layers.encoder_outputs)
+
+
+def block_memory(memory, i):
+    """What decoder block ``i`` reads: its own memory, or the one all blocks share."""
+    return memory[i] if isinstance(memory, tuple) else memory
+
+
+def decoder_stack(
+    layers,
+    target_ids,
+    encoder_output=None,
+    padding_mask=None,
+    encoder_padding_mask=None,
+    caches=None,
+    index=0,
+    return_cross_attention=False,
+    use_causal_mask=True,
+    token_embeddings=None,
+    copy_source=None,
+    training=None,
+):
+    """Embed and decode the target, then project: ``(B, T)`` ids -> logits ``(B, T, V)``.
+
+    Over a whole target it attends over ``encoder_output`` (the memory of
+    :func:`encoder_stack`, one tensor or one per block; the builder: masks implicit; the
+    pictures: masks given). One token at a time it takes ``caches``, one ``(self, cross)`` pair
+    per block, and the position ``index`` of ``target_ids``. ``use_causal_mask=False`` lets
+    every position see every other: the non-autoregressive decoder of :mod:`zoo.models.nat`,
+    which may also give ``token_embeddings`` ``(B, T, D)`` to stand for the target's token
+    embeddings (the ids then give only the length and the padding).
+
+    With a copy mechanism (``layers.pointer_generator``) ``copy_source`` gives what it copies
+    from, the arguments of :class:`~zoo.layers.PointerGenerator` after the decoder's own:
+    ``memory`` and ``source_ids`` (and ``memory_keys``, cached once per source); the logits
+    are then its log-probabilities.
+
+    Returns:
+        ``(logits, caches, cross_weights)``: the logits ``(B, T, V)``; the blocks' updated
+        cache pairs (empty without ``caches``); their cross-attention weights ``(B, N, T, S)``
+        (empty unless ``return_cross_attention``).
+    """
+    # Only when given: the saved configs of token-reading models stay as they were.
+    given = {} if token_embeddings is None else {"token_embeddings": token_embeddings}
+    y = layers.target_embedding(target_ids, start_index=index, training=training, **given)
+    decoder_input = y  # (B, T, D)
+    new_caches, cross_weights = [], []
+    for i, block in enumerate(layers.decoder_blocks):
+        cache = {}
+        if caches is not None:
+            self_cache, cross_cache = caches[i]
+            cache = dict(self_cache=self_cache, cross_cache=cross_cache, cache_index=index)
+        outputs = block(
+            y,
+            block_memory(encoder_output, i),
+            padding_mask=padding_mask,
+            encoder_padding_mask=encoder_padding_mask,
+            return_attention_scores=return_cross_attention,
+            use_causal_mask=use_causal_mask,
+            training=training,
+            **cache,
+        )
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        y = outputs[0]  # (B, T, D)
+        if return_cross_attention:
+            cross_weights.append(outputs[2])  # (B, N, T, S)
+        if caches is not None:
+            new_caches.append(tuple(outputs[-2:]))  # 2 x (B, L, N, H), 2 x (B, S, N, H)
+    if layers.decoder_norm is not None:
+        y = layers.decoder_norm(y)
+    if layers.output_projection is None:
+        logits = layers.target_embedding(y, reverse=True)  # (B, T, V), the tied projection
+    else:
+        logits = layers.output_projection(y)  # (B, T, V)
+    if layers.pointer_generator is not None:
+        if copy_source is None:
+            raise ValueError("A translator with a copy mechanism needs the source to copy from.")
+        logits = layers.pointer_generator(logits, y, decoder_input, **copy_source)  # (B, T, V)
+    return logits, tuple(new_caches), cross_weights
+
+
+def copy_inputs(copying, memory, source_ids):
+    """What the copy mechanism copies from (None without one): the source ids and the memory
+    of the last decoder block."""
+    if not copying:
+        return None
+    return {"memory": block_memory(memory, -1), "source_ids": source_ids}
+
