@@ -113,7 +113,7 @@ BLEU_SAMPLE = flag("--bleu-sample", dest="bleu_sample_size", type=count,
 RESCORE_WITH = flag("--rescore-with", metavar="DIR",
                     help="a translator (workdir or export) of the same vocabulary that picks "
                     "among the length candidates")
-# The training levers of a small corpus (issue 11's sweep); each overrides the preset's field.
+# The training levers of a small corpus; each overrides the preset's field.
 DROPOUT = flag("--dropout", type=fraction, help="residual dropout (default: the preset's)")
 ATTENTION_DROPOUT = flag("--attention-dropout", type=fraction,
                          help="dropout on the attention weights (default: the preset's)")

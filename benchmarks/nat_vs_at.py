@@ -3,7 +3,7 @@
 One run, the same Multi30k sentences for every row: the AT translator greedy, beam 4 and beam 5;
 each NAT (distilled and, when given, trained on the raw data) at Mask-Predict T=1 l=1 (one
 pass), T=1 l=3, T=4 l=3 and T=10 l=5, and T=4 l=3 reranked by the AT. Every row goes through
-the public ``zoo.decoding.translate()`` at batch 64 (all the sentences: BLEU, sacreBLEU 13a
+the public ``zoo.tasks.translate()`` at batch 64 (all the sentences: BLEU, sacreBLEU 13a
 lowercased and cased) and at batch 1 (the first ``--batch1-sentences``). Each batch runs once
 untimed first, so compilation is never timed. Then, for each NAT: its
 length predictor's accuracy, and BLEU with the gold length given (what the length prediction
@@ -192,7 +192,7 @@ def main():
                     [("distilled", args.nat), ("raw", args.nat_raw)] if folder),
                 f"{len(sources)} {args.split} sentences at batch 64 (BLEU: sacreBLEU 13a); "
                 f"the first {min(len(sources), args.batch1_sentences)} at batch 1; every row "
-                "through zoo.decoding.translate() (XLA); each batch runs once untimed first",
+                "through zoo.tasks.translate() (XLA); each batch runs once untimed first",
                 *notes,
             ],
         )

@@ -1,13 +1,13 @@
 """Serving against in-process decoding: each shipped model's SavedModel signatures next to the
 Python path on the same sentences, at batch 1 and batch 64, in one run.
 
-- translator (``saved_models/translator-en-de``), greedy and beam 4: :func:`zoo.decoding.translate`
+- translator (``saved_models/translator-en-de``), greedy and beam 4: :func:`zoo.tasks.translate`
   (its search compiled by XLA) against the plain signatures (``translate_greedy``,
   ``serving_default``: graph mode, no XLA, they run on any TF Serving) and the XLA ones
   (``translate_greedy_xla``, ``translate_xla``);
 - NAT (``saved_models/nat-en-de``), 4 iterations and 3 candidate lengths: ``translate(...,
   method="mask_predict")`` against ``serving_default`` and ``translate_xla``;
-- tagger (``saved_models/tagger-en-ewt``): :func:`zoo.decoding.tag_sentences` against
+- tagger (``saved_models/tagger-en-ewt``): :func:`zoo.tasks.tagging.search.tag_sentences` against
   ``serving_default``.
 
 The translators read the first 128 sentences of Multi30k test2016, the tagger the first 128

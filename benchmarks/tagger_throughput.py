@@ -8,7 +8,7 @@ one run (the median of several rounds after a warm-up round; one round tags ever
   (:mod:`zoo.tasks.tagging.serving`), one call per batch of 64 sentence strings: whitespace
   split, vocabulary lookups, windows, the model and Viterbi decoding, all in one TensorFlow
   graph (plain graph mode, no XLA);
-- Python: :func:`zoo.decoding.tag_sentences` on the Keras model of ``<model-dir>/model.keras``
+- Python: :func:`zoo.tasks.tagging.search.tag_sentences` on the Keras model of ``<model-dir>/model.keras``
   with ``batch_size=64``, one call per batch of the same 64 sentences (``str.split()``):
   encoding with :class:`zoo.data.TaggerVocabulary` in Python, the model called eagerly, the
   Viterbi decoding of :func:`zoo.decoding.predict_tags`.
@@ -18,7 +18,7 @@ the same, and the figure is the ratio of the throughputs, in tokens (words) tagg
 
     python benchmarks/tagger_throughput.py [--model-dir saved_models/tagger-en-ewt] [--quick]
 
-``--model-dir`` is a folder of :func:`zoo.export.export_tagger`: ``model.keras``,
+``--model-dir`` is a folder of :func:`zoo.tasks.tagging.serving.export_tagger`: ``model.keras``,
 ``vocabulary.json`` and ``serving/1/`` (the highest version is read).
 """
 
@@ -61,7 +61,7 @@ def load_tagger(model_dir):
     if missing:
         raise FileNotFoundError(
             f"{model_dir} lacks {', '.join(missing)}: pass --model-dir, a folder written by "
-            "zoo.export.export_tagger (model.keras, vocabulary.json, serving/1/)."
+            "zoo.tasks.tagging.serving.export_tagger (model.keras, vocabulary.json, serving/1/)."
         )
     model = keras.models.load_model(os.path.join(model_dir, MODEL_FILE), compile=False)
     vocabulary = TaggerVocabulary.load(os.path.join(model_dir, TAGGER_VOCABULARY_FILE))

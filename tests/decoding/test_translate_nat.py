@@ -10,8 +10,7 @@ import tensorflow as tf
 from zoo.data import BOS_ID, EOS_ID, SentencePieceTokenizer, load_multi30k, train_sentencepiece
 from zoo.decoding import length_candidates, nat_search
 from zoo.tasks import translate
-from zoo.models.nat import nat_counts
-from zoo.models.translator import translator_search
+from zoo.models.nat import nat_counts, nat_translator_search
 from zoo.models import build_translator, translator_config
 from zoo.models.nat import build_nat_translator, decode_and_lengths, get_config, nat_modes
 from zoo.models.translator import full_logits
@@ -151,7 +150,7 @@ def test_the_buffers_span_the_longest_candidate_in_every_mode():
     width = -(-longest // 8) * 8
     unknown_width = [tf.TensorSpec([None, None], tf.int32)]
     for compile_stage in (None, xla):
-        search = translator_search(
+        search = nat_translator_search(
             model, "mask_predict", positions, iterations=2, length_beam=2,
             compile_stage=compile_stage,
         )

@@ -2,7 +2,7 @@
 
 The weights are random, so the translations are nonsense (byte pieces included), but they are
 long and varied: every search has real choices to make, and the comparisons with
-:func:`zoo.decoding.translate` are not between empty strings.
+:func:`zoo.tasks.translate` are not between empty strings.
 """
 
 import keras

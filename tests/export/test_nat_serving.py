@@ -1,4 +1,4 @@
-"""The exported non-autoregressive translator: its SavedModel equals zoo.decoding.translate
+"""The exported non-autoregressive translator: its SavedModel equals zoo.tasks.translate
 (method "mask_predict") of the in-memory model, clamps the counts of a request, and loads with
 TensorFlow and tf-text alone."""
 

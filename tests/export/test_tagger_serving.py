@@ -3,7 +3,7 @@
 The SavedModels are loaded in fresh processes where ``zoo`` cannot be imported: one imports
 ``tensorflow`` and ``tensorflow_text`` as a TF user does and runs every request of ``CASES``;
 the other cannot import Keras nor tf-text either, and proves that the SavedModel needs neither.
-Their tags must equal those of :func:`zoo.decoding.tag_sentences` on the in-memory model, with
+Their tags must equal those of :func:`zoo.tasks.tagging.search.tag_sentences` on the in-memory model, with
 the same window, on ``sentence.split()`` of the UTF-8-repaired sentence.
 """
 

@@ -1,5 +1,5 @@
 """The serving SavedModel of a translator with the issue-13 switches on translates as
-:func:`zoo.decoding.translate` does in Python (the whole serving contract is tested on the plain
+:func:`zoo.tasks.translate` does in Python (the whole serving contract is tested on the plain
 model in test_translator_serving.py; here only that the switch's forward pass reaches the graph)."""
 
 import keras

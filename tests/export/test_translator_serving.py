@@ -5,7 +5,7 @@ The SavedModel is loaded in fresh processes where ``zoo`` cannot be imported: on
 the other cannot import Keras either (it loads tf-text's SentencePiece op library by path,
 since ``import tensorflow_text`` imports Keras for its own Keras layers), and proves that the
 SavedModel does not need Keras at all. Their translations must equal those of
-:func:`zoo.decoding.translate` on the in-memory model.
+:func:`zoo.tasks.translate` on the in-memory model.
 """
 
 import base64
@@ -147,7 +147,7 @@ def served(export_dir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def references(model, tokenizer):
-    """The in-memory translations, by zoo.decoding.translate (XLA)."""
+    """The in-memory translations, by zoo.tasks.translate (XLA)."""
     return {
         "beam": translate(model, tokenizer, TRANSLATED, beam_size=4, alpha=0.6),
         "greedy": translate(model, tokenizer, TRANSLATED, method="greedy"),

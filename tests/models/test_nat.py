@@ -4,7 +4,8 @@ import keras
 import numpy as np
 import pytest
 
-import zoo.models.nat as nat_module
+import zoo.models.nat.build as nat_build
+import zoo.models.nat.inference as nat_inference
 from zoo.models.nat import (
     MASK_ID,
     NATModes,
@@ -145,6 +146,7 @@ def test_bad_config_is_named():
         nat_modes(build_translator(get_config("tiny")))
 
 
-def test_docstring_examples_run():
-    result = doctest.testmod(nat_module, optionflags=doctest.ELLIPSIS)
+@pytest.mark.parametrize("module", [nat_build, nat_inference])
+def test_docstring_examples_run(module):
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

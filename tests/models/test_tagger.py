@@ -13,6 +13,7 @@ from tests.harness import load_in_fresh_process, run_on_jax
 from zoo.data import UPOS_TAGS, TaggerVocabulary
 from zoo.data.tagger_vocabulary import OOV_ID
 from zoo.layers import CRFAccuracy, CRFLoss
+from zoo.models.training_config import TrainingConfig
 from zoo.models import (
     TAGGER_PRESETS,
     TaggerConfig,
@@ -21,7 +22,7 @@ from zoo.models import (
     tagger_config,
     tagger_heads,
 )
-from zoo.models import tagger as tagger_module
+from zoo.models.tagger import build as tagger_build
 
 
 def _tiny(**overrides):
@@ -37,7 +38,12 @@ def _inputs(sentences, length=None):
 def test_presets_are_derived_and_overridable():
     assert set(TAGGER_PRESETS) == {"tiny", "small"}
     small = tagger_config("small")
-    assert small == TaggerConfig()
+    # The preset sets the training fields (TrainingConfig's, shared by every model); its model
+    # fields are the class's defaults.
+    assert isinstance(small, TrainingConfig)
+    training = {field.name for field in dataclasses.fields(TrainingConfig)}
+    assert small == TaggerConfig(**{name: getattr(small, name) for name in training})
+    assert (small.dropout, small.ema_momentum, small.epochs) == (0.3, 0.998, 16)
     assert small.num_tags == len(UPOS_TAGS) == 17
     assert (small.position, small.use_crf) == ("relative", True)
     assert 2 <= small.num_layers <= 4 and 128 <= small.d_model <= 256
@@ -213,5 +219,5 @@ def test_builds_and_trains_on_the_jax_backend():
 
 
 def test_docstring_examples_run():
-    result = doctest.testmod(tagger_module, optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(tagger_build, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

@@ -54,10 +54,11 @@ def test_keras_file_round_trip_in_a_fresh_process(tmp_path):
     assert os.path.getsize(path) > 0
 
 
-def test_docstring_examples_run():
+@pytest.mark.parametrize("name", ["build", "inference"])
+def test_docstring_examples_run(name):
     import doctest
+    import importlib
 
-    from zoo.models import translator
-
-    result = doctest.testmod(translator, optionflags=doctest.ELLIPSIS)
+    module = importlib.import_module(f"zoo.models.translator.{name}")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

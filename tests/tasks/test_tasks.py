@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from tests.harness import REPO_ROOT
 from zoo.data import SentencePieceTokenizer
+from zoo.models.training_config import TrainingConfig
 from zoo.tasks import TASKS, Task, get_task, load
 from zoo.training import train
 from zoo.training.average import average_checkpoints, epoch_checkpoints
@@ -24,7 +25,7 @@ SHIPPED_NAT = os.path.join(REPO_ROOT, "saved_models", "nat-en-de")
 
 # ---------------------------------------------------------------- a task written for the test
 @dataclasses.dataclass(frozen=True)
-class ParityConfig:
+class ParityConfig(TrainingConfig):  # every model's config includes the training fields
     vocab_size: int = 4
     width: int = 8
     epochs: int = 2
@@ -78,7 +79,7 @@ def test_a_new_task_trains_resumes_and_loads_through_the_seam(tmp_path, monkeypa
     task = ParityTask()
     monkeypatch.setitem(TASKS, task.name, task)
     workdir = str(tmp_path / "parity")
-    model, history, vocabulary = train(task.name, task.get_config("tiny"), workdir, verbose=0)
+    model, history, vocabulary = train(task, task.get_config("tiny"), workdir, verbose=0)
     assert vocabulary == ["0", "1"] and history.epoch == [0, 1]
     for name in ("config.json", "symbols.json", "checkpoint.keras", "best.keras", "backup",
                  "logs", "history.csv", "model.keras"):
@@ -213,10 +214,11 @@ def test_get_task_and_presets():
 @pytest.fixture
 def search_calls(monkeypatch):
     """The keyword arguments of every search the translator task starts (none runs)."""
-    import zoo.tasks.translation as translation
+    import zoo.tasks.translation.task as translation
 
     calls = []
-    monkeypatch.setattr(translation, "translate", lambda *args, **kwargs: calls.append(kwargs))
+    monkeypatch.setattr(translation.TranslationTask, "translate",
+                        lambda self, *args, **kwargs: calls.append(kwargs))  # fmt: skip
     monkeypatch.setattr(
         translation, "evaluate_translator",
         lambda *args, **kwargs: calls.append(kwargs) or {"bleu": 0.0, "bleu_signature": "",

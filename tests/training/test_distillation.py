@@ -23,11 +23,10 @@ from zoo.artifacts import (
     SENTENCEPIECE_FILE,
     SENTENCEPIECE_PREFIX,
 )
-from zoo.data import load_multi30k, one_line, read_lines, train_sentencepiece
-from zoo.tasks import translate
+from zoo.data import load_multi30k, one_line, read_distilled, read_lines, train_sentencepiece
 from zoo.models import build_translator, translator_config
-from zoo.tasks import get_task, load
-from zoo.data import read_distilled
+from zoo.tasks import get_task, load, translate
+from zoo.tasks.translation import TranslationTask
 from zoo.tasks.translation.distillation import distill
 from zoo_cli import CommandLineError, main
 
@@ -35,6 +34,7 @@ LIMIT, BEAM, BATCH = 20, 2, 8  # 3 batches, the last one short
 SETTINGS = {"beam_size": BEAM, "batch_size": BATCH, "limit": LIMIT}
 FILES = (DISTILL_SOURCE_FILE, DISTILL_TARGET_FILE, DISTILL_MANIFEST_FILE)
 distillation = importlib.import_module("zoo.tasks.translation.distillation")
+TEACHER_TRANSLATE = TranslationTask().translate  # the real search, bound before any patching
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,7 @@ class Translations:
         if len(self.batches) == self.stop_at:
             raise self.Killed
         self.batches.append(list(sentences))
-        return translate(model, vocabulary, sentences, **options)
+        return TEACHER_TRANSLATE(model, vocabulary, sentences, **options)
 
 
 def test_the_files_hold_the_teachers_beam_translations_in_corpus_order(teacher, distilled):
@@ -104,7 +104,7 @@ def test_one_line_keeps_the_format():
 def test_a_killed_run_resumes_without_translating_twice(teacher, distilled, tmp_path, monkeypatch):
     folder = str(tmp_path / "kd")
     killed = Translations(stop_at=2)
-    monkeypatch.setattr(distillation, "translate", killed)
+    monkeypatch.setattr(TranslationTask, "translate", killed)
     with pytest.raises(Translations.Killed):
         distill(teacher, folder, **SETTINGS)
     with pytest.raises(ValueError, match="not finished"):
@@ -117,7 +117,7 @@ def test_a_killed_run_resumes_without_translating_twice(teacher, distilled, tmp_
         f.write("7\tEin Hund l\u00e4".encode()[:-1])
 
     resumed = Translations()
-    monkeypatch.setattr(distillation, "translate", resumed)
+    monkeypatch.setattr(TranslationTask, "translate", resumed)
     distill(teacher, folder, **SETTINGS)
     sources = [source for source, _ in load_multi30k("train")[:LIMIT]]
     assert sorted(sum(resumed.batches, [])) == sorted(
@@ -131,10 +131,10 @@ def test_a_finished_folder_is_left_alone_and_other_settings_are_refused(
     teacher, distilled, tmp_path, monkeypatch, capsys
 ):
     before = _contents(distilled)
-    monkeypatch.setattr(distillation, "translate", None)  # nothing may be translated
+    monkeypatch.setattr(TranslationTask, "translate", None)  # nothing may be translated
     import zoo.cli  # noqa: F401  (imported now, it binds the real load, not the patch below)
 
-    monkeypatch.setattr("zoo.tasks.load", None)  # nor the teacher even loaded
+    monkeypatch.setattr(distillation, "load_trained", None)  # nor the teacher even loaded
     main(["distill", "--teacher", teacher, "--workdir", distilled, "--beam-size", str(BEAM),
           "--batch-size", "3", "--limit", str(LIMIT)])
     out, err = capsys.readouterr()

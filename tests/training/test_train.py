@@ -10,9 +10,10 @@ import pytest
 from tests.harness import CrashAtEpoch
 from zoo.data import load_multi30k
 from zoo.models.translator import get_config
+from zoo.tasks import get_task
 from zoo.training import train
 
-TASK = "translator"
+TASK = get_task("translator")
 PAIRS = load_multi30k("train")[:1500]
 VAL = load_multi30k("val")[:60]
 CONFIG = get_config("tiny", vocab_size=400, epochs=2, batch_tokens=1024, max_length=32)

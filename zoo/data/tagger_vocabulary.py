@@ -2,7 +2,7 @@
 
 :class:`TaggerVocabulary` is built from training sentences, saved as JSON beside the model, and
 encodes sentences into the tagger's inputs (and labels). The serving SavedModel of
-:mod:`zoo.export.tagger_serving` does the same encoding in TensorFlow ops, with these ids.
+:mod:`zoo.tasks.tagging.serving` does the same encoding in TensorFlow ops, with these ids.
 """
 
 import collections

@@ -24,7 +24,7 @@ def split_long_sentences(sentences, max_length):
 
     Training sees every word once: nothing is dropped, a long sentence only loses the context
     across its cuts. (Tagging long sentences uses overlapping windows instead; see
-    ``zoo.decoding.tag_sentences``.)
+    ``zoo.tasks.tagging.search.tag_sentences``.)
 
     Args:
         sentences: :class:`~zoo.data.Sentence` objects.

@@ -38,13 +38,13 @@ def warm_start(model, folder, task, workdir):
         ValueError: another vocabulary, a model that cannot be read, or no layer in common.
     """
     folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"--init-from {folder}: no such folder")
     path = os.path.join(folder, MODEL_FILE)
     if not os.path.exists(path):
         raise FileNotFoundError(f"--init-from {folder}: no trained model at {path}")
     source = read_model(path)  # a one-line error when Keras cannot read it
-    if not os.path.exists(os.path.join(folder, task.vocabulary_file)):
-        raise FileNotFoundError(f"--init-from {folder}: no {task.vocabulary_file} in it, so its "
-                                "weights cannot be matched to this run's vocabulary")
+    task.read_vocabulary(folder)  # a one-line error naming the file when it is missing or broken
     if not task.same_vocabulary(folder, workdir):
         raise ValueError(
             f"--init-from {folder}: its {task.vocabulary_file} is not this run's (in {workdir}); "

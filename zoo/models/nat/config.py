@@ -27,7 +27,7 @@ class NATConfig(TranslatorConfig):
             :class:`~zoo.layers.UniformCopy` maps there, plus the decoder's positions (Gu et
             al. 2018). The target ids then give only the length, so every target position is
             a label, and decoding is one pass: refinement could not change the output, so
-            more iterations are refused (:func:`zoo.decoding.translation.nat_counts`).
+            more iterations are refused (:func:`zoo.models.nat.nat_counts`).
         length_mode: how the target length is chosen. ``"predict"``: from the length
             predictor's best offsets to the source length. ``"max"``: every sentence is
             decoded at the widest length the offsets reach, :func:`widest_lengths` (the

@@ -110,8 +110,8 @@ def nat_translator_search(model, method, max_length, compile_stage=None, **kwarg
     compile_stage = compile_stage or (lambda function: function)
     if method not in METHODS or model.name != "nat":
         raise ValueError(
-            f"Method {method!r} does not decode a model named {model.name!r}; use one of "
-            f"{METHODS}."
+            f"Method {method!r} does not decode a model named {model.name!r}; the NAT's "
+            f"methods are {METHODS}."
         )
     if kwargs.get("monotonic_window") is not None:
         raise ValueError("monotonic_window constrains a left-to-right decoder; not the NAT's.")

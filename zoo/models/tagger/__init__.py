@@ -5,7 +5,7 @@ characters, max-pooled), so that a word never seen in training still gets a good
 spelling. A stack of transformer encoder blocks reads the sentence; a per-token head gives the
 UPOS scores, as softmax logits or as the potentials of a linear-chain CRF (``zoo.layers.CRF``).
 :func:`tagger_heads` says which heads a built or reloaded tagger has. ``zoo.data.TaggerVocabulary``
-turns sentences into its inputs; ``zoo.decoding.tagging`` turns its outputs into tags.
+turns sentences into its inputs; ``zoo.tasks.tagging.search`` turns its outputs into tags.
 """
 
 from zoo.models.tagger.build import TaggerHead, build_tagger, tagger_heads

@@ -68,7 +68,7 @@ class TranslatorConfig(TrainingConfig):
             bucket is one padded shape, so one compiled program: wider buckets mean fewer
             compilations (what a short run spends its time on) and more padding.
         vocab_sample_size: sentences sampled to learn the SentencePiece model.
-        data_dir: a folder of ``zoo distill`` (:func:`zoo.training.distill`): its pairs, the
+        data_dir: a folder of ``zoo distill`` (:func:`zoo.tasks.translation.distillation.distill`): its pairs, the
             sources and a teacher's translations, replace Multi30k's training split; ``""``
             trains on Multi30k. A config field, so that a workdir refuses to resume on other
             data.

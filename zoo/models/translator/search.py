@@ -39,8 +39,8 @@ def translator_search(model, method, max_length, beam_size=4, compile_stage=None
     compile_stage = compile_stage or (lambda function: function)
     if method not in METHODS or model.name != "translator":
         raise ValueError(
-            f"Method {method!r} does not decode a model named {model.name!r}; a translator "
-            f"decodes with one of {METHODS}."
+            f"Method {method!r} does not decode a model named {model.name!r}; the "
+            f"translator's methods are {METHODS}."
         )
     if kwargs.get("rescorer") is not None:
         raise ValueError("rescorer reranks the candidates of method 'mask_predict' only.")

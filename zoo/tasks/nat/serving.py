@@ -143,7 +143,7 @@ class NATServing(TextServing):
 
     # ------------------------------------------------------------------ the graph
     def _refined(self, inputs, iterations, length_beam, xla=False):
-        # The search clamps tensor counts (zoo.decoding.translation.nat_counts).
+        # The search clamps tensor counts (zoo.models.nat.nat_counts).
         return self.translate_with(
             inputs, "mask_predict", xla=xla, iterations=iterations, length_beam=length_beam
         )
@@ -165,7 +165,7 @@ def export_nat(
 
     The SavedModel's signatures, ``serving_default`` and ``translate_refined`` (with
     ``iterations`` and ``length_beam`` inputs), map ``inputs`` (``tf.string [None]``) to
-    ``translations`` (``tf.string [None]``); see :mod:`zoo.export.nat_serving`. Everything is
+    ``translations`` (``tf.string [None]``); see :mod:`zoo.tasks.nat.serving`. Everything is
     checked before anything is written.
 
     Args:

@@ -47,7 +47,7 @@ def tagging_windows(length, window):
         A list of ``(start, first, end)``, in order: the window reads words
         ``[start, start + min(window, length))`` and its tags are kept for words
         ``[first, end)``. The ``[first, end)`` ranges tile ``[0, length)``; ``[]`` when
-        ``length`` is 0. The rule is in the docstring of :mod:`zoo.decoding.tagging`.
+        ``length`` is 0. The rule is in the docstring of :mod:`zoo.tasks.tagging.search`.
 
     Example:
         >>> tagging_windows(5, 8)
@@ -195,7 +195,7 @@ def tag_sentences(
 ):
     """Tag whitespace-free words of sentences: one tag per word, long sentences in windows.
 
-    The windows of all the sentences (see :mod:`zoo.decoding.tagging` for the rule) are
+    The windows of all the sentences (see :mod:`zoo.tasks.tagging.search` for the rule) are
     encoded by ``vocabulary`` and tagged by :func:`predict_tags` in batches of
     ``batch_size`` windows of similar lengths: Viterbi for a CRF head, the argmax otherwise.
     Padding never changes a tag.

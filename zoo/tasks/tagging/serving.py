@@ -74,7 +74,7 @@ def window_plan(lengths, window):
         windows of each sentence in order and the sentences in order (an empty sentence has
         none): window ``m`` reads tokens ``[start, start + min(window, length))`` of sentence
         ``sentence[m]`` and its tags are kept for tokens ``[first, end)``, exactly as
-        :func:`zoo.decoding.tagging.tagging_windows` gives them.
+        :func:`zoo.tasks.tagging.search.tagging_windows` gives them.
 
     Example:
         >>> [t.numpy().tolist() for t in window_plan(tf.constant([10, 0, 2], tf.int64), 4)]
@@ -275,7 +275,7 @@ def export_tagger(model, vocabulary, output_dir, window=None, verbose=False,
 
     Raises:
         ValueError: a model that is not a tagger, a vocabulary that does not fit it, or a
-            window out of range (see :func:`zoo.decoding.tagging.tagger_window`).
+            window out of range (see :func:`zoo.tasks.tagging.search.tagger_window`).
 
     Example:
         >>> import os, tempfile

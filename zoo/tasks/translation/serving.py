@@ -175,7 +175,7 @@ def export_translator(
     The SavedModel's signatures, ``serving_default`` (beam search with ``default_beam_size``),
     ``translate_greedy`` and ``translate_beam`` (with a ``beam_size`` input), map ``inputs``
     (``tf.string [None]``) to ``translations`` (``tf.string [None]``); the module docstring of
-    :mod:`zoo.export.translator_serving` states the contract (UTF-8 repair, truncation to
+    :mod:`zoo.tasks.translation.serving` states the contract (UTF-8 repair, truncation to
     ``max_input_length`` tokens, empty input to empty output). Everything is checked before
     anything is written.
 
