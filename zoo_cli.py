@@ -167,12 +167,16 @@ SERVING_VERSION = flag("--serving-version", dest="version", type=positive_int, m
 DATA = flag("--data", dest="data_dir", type=os.path.abspath,
             help="a folder of `zoo distill`: train on its pairs instead of Multi30k's train split")
 
+TRANSLATE_HELP = "translate sentences (arguments, or stdin one per line)"
+# One row per task of zoo.tasks.TASKS (tests/test_cli_table.py keeps them in step): a new task
+# adds its row here and nothing else outside its own files.
 TASKS = {
     "translator": {
         "help": "the autoregressive En->De translator (Multi30k)",
         "presets": ("tiny", "demo", "small", "base"),
         "splits": ("train", "val", "test2016"),
         "predict": "translate",
+        "predict_help": TRANSLATE_HELP,
         "train": (
             EPOCHS, BATCH_TOKENS, ACCUMULATE, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE,
             *REGULARIZATION,
@@ -196,6 +200,7 @@ TASKS = {
         "presets": ("tiny", "small"),
         "splits": ("train", "dev", "test"),
         "predict": "tag",
+        "predict_help": "tag whitespace-tokenized sentences (arguments, or stdin one per line)",
         "train": (
             EPOCHS, BATCH_TOKENS, ACCUMULATE, MAX_LENGTH,
             flag("--xpos", dest="num_xpos_tags", action="store_const", const=1,
@@ -210,6 +215,7 @@ TASKS = {
         "presets": ("tiny", "small"),
         "splits": ("train", "val", "test2016"),
         "predict": "translate",
+        "predict_help": TRANSLATE_HELP,
         "train": (
             EPOCHS, BATCH_TOKENS, ACCUMULATE, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE,
             *REGULARIZATION,
@@ -224,10 +230,11 @@ TASKS = {
         "export": (SERVING_VERSION,),
     },
 }
-PREDICT_HELP = {
-    "translate": "translate sentences (arguments, or stdin one per line)",
-    "tag": "tag whitespace-tokenized sentences (arguments, or stdin one per line)",
-}
+
+
+def predict_verbs():
+    """The predict verbs (``zoo translate``, ``zoo tag``) and their help, from the rows."""
+    return {row["predict"]: row["predict_help"] for row in TASKS.values()}
 
 
 # ---------------------------------------------------------------- the parser
@@ -310,7 +317,7 @@ def build_parser():
     per_task("evaluate", "score a trained model on its test data", evaluate)
 
     # A predict verb serves every task whose row names it; each task keeps its own flags.
-    for verb, help_text in PREDICT_HELP.items():
+    for verb, help_text in predict_verbs().items():
         sub = commands.add_parser(verb, help=help_text, description=help_text, parents=[common])
         sub.add_argument("sentences", nargs="*")
         sub.add_argument("--workdir", required=True, help="a workdir or an export folder")
@@ -406,7 +413,7 @@ def _check_model_folder(args):
     elif args.command in ("evaluate", "export"):
         folder, expected = args.workdir, [args.task]
         other = "{folder} holds a {task}, not a " + args.task
-    elif args.command in PREDICT_HELP:
+    elif args.command in predict_verbs():
         folder, expected = args.workdir, sorted(args.predict_options)
         other = "{folder} holds a {task}: use `zoo {verb}`, not `zoo " + args.command + "`"
     elif args.command == "train" and args.init_from:

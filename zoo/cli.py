@@ -139,8 +139,6 @@ def cmd_bench(args):
 COMMANDS = {
     "train": cmd_train,
     "evaluate": cmd_evaluate,
-    "translate": _predict,
-    "tag": _predict,
     "export": cmd_export,
     "average": cmd_average,
     "distill": cmd_distill,
@@ -154,4 +152,5 @@ def run(args):
         import keras
 
         keras.utils.set_random_seed(args.seed)
-    COMMANDS[args.command](args)
+    # Every other command is a task's predict verb (`zoo translate`, `zoo tag`: zoo_cli's table).
+    COMMANDS.get(args.command, _predict)(args)

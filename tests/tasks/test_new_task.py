@@ -4,7 +4,8 @@ generic code (train(), zoo.tasks.load, the export frame), which is never edited 
 
 The files such a task needs in the package: ``zoo/models/parity/`` (the config and the builder
 below), ``zoo/tasks/parity/`` (the task and its serving module below), its entry in
-``zoo.tasks.TASKS`` and its row in ``zoo_cli.TASKS``."""
+``zoo.tasks.TASKS`` and its row in ``zoo_cli.TASKS`` (with its own predict verb here): the
+``zoo`` command then trains, evaluates, classifies and exports it too."""
 
 import dataclasses
 import json
@@ -16,6 +17,7 @@ import pytest
 import tensorflow as tf
 
 import zoo.tasks
+import zoo_cli
 from zoo.export.folder import write_export
 from zoo.layers import TokenAndPositionEmbedding, TransformerEncoderBlock
 from zoo.models.training_config import TrainingConfig
@@ -121,10 +123,24 @@ class ParityTask(Task):
 
 
 # ---------------------------------------------------------------- the generic path
+ROW = {  # its row in zoo_cli.TASKS
+    "help": "is the sum of a string of digits even?",
+    "presets": ("tiny",),
+    "splits": ("train", "val"),
+    "predict": "classify",
+    "predict_help": "classify strings of digits (arguments, or stdin one per line)",
+    "train": (zoo_cli.EPOCHS,),
+    "evaluate": (),
+    "predict_flags": (),
+    "export": (),
+}
+
+
 @pytest.fixture
 def registered(monkeypatch):
     task = ParityTask()
     monkeypatch.setitem(zoo.tasks.TASKS, task.name, task)  # its line in zoo.tasks.TASKS
+    monkeypatch.setitem(zoo_cli.TASKS, task.name, ROW)
     return task
 
 
@@ -149,3 +165,20 @@ def test_a_new_task_trains_evaluates_predicts_exports_and_loads(registered, tmp_
     outputs = served.signatures["serving_default"](inputs=tf.constant(["12", "11"]))["parity"]
     assert [t.decode() for t in outputs.numpy()] == task.predict(loaded.model, vocabulary,
                                                                  ["12", "11"])  # fmt: skip
+
+
+def test_the_zoo_command_runs_the_new_task(registered, tmp_path, capsys):
+    workdir, export_dir = str(tmp_path / "run"), str(tmp_path / "export")
+    zoo_cli.main(["train", "parity", "--preset", "tiny", "--epochs", "2", "--workdir", workdir,
+                  "--debug"])  # fmt: skip
+    assert json.load(open(os.path.join(workdir, "config.json")))["epochs"] == 2
+    zoo_cli.main(["evaluate", "parity", "--workdir", workdir, "--debug"])
+    zoo_cli.main(["classify", "--workdir", workdir, "--debug", "12", "11"])
+    zoo_cli.main(["export", "parity", "--workdir", workdir, "--output", export_dir, "--debug"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-5] == f"model saved to {os.path.join(workdir, 'model.keras')}"
+    assert lines[-4].startswith("val: accuracy ") and set(lines[-3:-1]) <= {"even", "odd"}
+    assert lines[-1] == f"exported to {export_dir}"
+    assert os.path.exists(os.path.join(export_dir, "serving", "1", "saved_model.pb"))
+    with pytest.raises(SystemExit, match="holds a parity: use `zoo classify`"):
+        zoo_cli.main(["translate", "--workdir", workdir, "A dog."])
