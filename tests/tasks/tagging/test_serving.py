@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.decoding.test_tagging import (
+from tests.tasks.tagging.test_search import (
     MAX_LENGTH,
     ewt_vocabulary,
     long_sentence,
