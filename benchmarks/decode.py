@@ -67,17 +67,12 @@ from zoo.data import (  # noqa: E402
     load_multi30k,
     train_sentencepiece,
 )
-from zoo.decoding import (  # noqa: E402
-    beam_search,
-    greedy_search,
-    translate,
-    uncached_greedy_search,
-)
+from zoo.decoding import beam_search, greedy_search, uncached_greedy_search  # noqa: E402
 from zoo.models import TranslatorConfig, build_translator, translator_config  # noqa: E402
 from zoo.models.translator import step_and_caches  # noqa: E402
 
 keras_hub = import_keras_hub()  # the peer: a one-line exit when it is not installed
-from zoo.tasks import load  # noqa: E402
+from zoo.tasks import load, translate  # noqa: E402
 
 NEVER = -1  # an EOS id that no token has: every search runs its full length
 GREEDY = "zoo greedy (KV cache)"

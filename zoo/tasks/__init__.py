@@ -73,12 +73,13 @@ def task_of(model, where=None):
     return TASKS[model.name]
 
 
-def translate(model, tokenizer, sentences, **options):
+def translate(model, tokenizer, sentences, method=None, beam_size=4, **options):
     """Translate ``sentences`` with a trained translator or NAT, by its task's search.
 
-    ``options`` are the task's (:meth:`TranslationTask.translate`): ``method``, ``beam_size``,
-    ``max_length``, ``batch_size``, ``verbose``, and the search's own (``alpha``, ``seed``,
-    ``iterations``, ``length_beam``, ``rescorer``, ...).
+    ``method``: the task's search (None: its default, a translator's ``"beam"``, a NAT's
+    ``"mask_predict"``); ``beam_size``: of ``"beam"``; ``options`` are the task's
+    (:meth:`TranslationTask.translate`): ``max_length``, ``batch_size``, ``verbose``, and the
+    search's own (``alpha``, ``seed``, ``iterations``, ``length_beam``, ``rescorer``, ...).
 
     Example:
         >>> import os, tempfile
@@ -94,4 +95,4 @@ def translate(model, tokenizer, sentences, **options):
     task = task_of(model)
     if not hasattr(task, "translate"):
         raise ValueError(f"A model named {model.name!r} does not translate.")
-    return task.translate(model, tokenizer, sentences, **options)
+    return task.translate(model, tokenizer, sentences, method, beam_size, **options)

@@ -159,7 +159,7 @@ class TranslationTask(Task):
         )
         return model
 
-    def translate(self, model, tokenizer, sentences, method=None, **options):
+    def translate(self, model, tokenizer, sentences, method=None, beam_size=4, **options):
         """Sentences in, sentences out, by this task's search (``method``: ``"beam"`` by
         default, ``"greedy"``, ``"sample"``); ``options`` are those of
         :func:`zoo.decoding.translate_sentences` and of the search (``beam_size``,
@@ -167,7 +167,7 @@ class TranslationTask(Task):
         return translate_sentences(
             model, tokenizer, sentences, self.search,
             translator_layers(model).max_source_length, method=method or self.default_method,
-            **options,
+            beam_size=beam_size, **options,
         )  # fmt: skip
 
     def metric_callbacks(self, config, vocabulary, validation_data, bleu_sample_size=200):
