@@ -85,6 +85,8 @@ def translate_strings(inputs, tokenizer, search, max_input_length=None):
         >>> [text.decode() for text in outputs.numpy()]
         ['A dog runs.', '']
     """
+    # Here, not at the top: zoo.data imports TensorFlow, and zoo.decoding's searches must
+    # import without it (Keras's JAX backend, where TensorFlow is not installed).
     import tensorflow as tf
 
     from zoo.data.utf8 import repair_utf8
