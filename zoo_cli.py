@@ -224,6 +224,11 @@ TASKS = {
                  help="mask tokens (CMLM) or a uniform copy of the source (default mask)"),
             flag("--length-mode", choices=("predict", "max"),
                  help="predicted lengths, or the widest cut at the first EOS (default predict)"),
+            flag("--decoder", choices=("cmlm", "ctc"),
+                 help="a CMLM refined by Mask-Predict, or a CTC decoder over the upsampled "
+                 "source, decoded in one pass (default cmlm)"),
+            flag("--ctc-upsample", type=positive_int,
+                 help="the CTC decoder's upsampling of the source (default 2)"),
         ),
         "evaluate": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH),
         "predict_flags": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH),

@@ -77,6 +77,7 @@ def make_translation_dataset(
     mask_all=False,
     batch_multiple=1,
     epoch=None,
+    max_source_length=None,
 ):
     """Build a ``tf.data.Dataset`` of token-budget batches for teacher-forced training.
 
@@ -128,6 +129,10 @@ def make_translation_dataset(
             label is still that of the target and its first EOS.
         mask_all: mask every target position (``"cmlm"``): the objective of a decoder that
             reads no target tokens (``decoder_input="copy"``), every position a label.
+            ``objective="ctc"``: the features are ``{"source"}`` alone and the labels
+            ``{"tokens": the target}`` (no BOS, no EOS), for a CTC decoder.
+        max_source_length: the most source tokens kept (default ``max_length``); a CTC
+            decoder's upsampled source must fit its positions.
         batch_multiple: batch sizes are multiples of this (see :func:`bucket_spec`).
 
     Returns:
@@ -173,14 +178,14 @@ def make_translation_dataset(
         return tokenizer.tokenize(src), tokenizer.tokenize(tgt)
 
     def teacher_forcing(src, tgt):  # (S,), (T,) ids -> features, labels
-        src = src[:max_length]
+        src = src[:source_limit]
         tgt = tgt[: max_length - 1]
         bos = tf.constant([bos_id], tf.int32)
         eos = tf.constant([eos_id], tf.int32)
         return {"source": src, "target_in": tf.concat([bos, tgt], 0)}, tf.concat([tgt, eos], 0)
 
     def cmlm(src, tgt):  # (S,), (T - 1,) ids -> features, labels
-        src = src[:max_length]
+        src = src[:source_limit]
         if length_mode == "max":  # the width of zoo.models.nat.widest_lengths, in tf
             width = tf.minimum(tf.maximum(tf.shape(src)[0] + max_offset, 2), max_length)
             tokens = tgt[: width - 1]
@@ -199,28 +204,39 @@ def make_translation_dataset(
         features = {"source": src, "target_in": tf.where(masked, mask_id, target)}
         return features, {"tokens": tf.where(masked, target, PAD_ID), "length": offset + max_offset}
 
-    def length(features, labels):
-        return tf.maximum(tf.shape(features["source"])[0], tf.shape(features["target_in"])[0])
+    def ctc(src, tgt):  # (S,), (T,) ids -> features, labels
+        return {"source": src[:source_limit]}, {"tokens": tgt[:max_length]}
 
-    if objective not in ("teacher_forcing", "cmlm"):
-        raise ValueError(f"Unknown objective {objective!r}; expected 'teacher_forcing' or 'cmlm'.")
+    def length(features, labels):
+        target = labels["tokens"] if objective == "ctc" else features["target_in"]
+        return tf.maximum(tf.shape(features["source"])[0], tf.shape(target)[0])
+
+    objectives = {"teacher_forcing": teacher_forcing, "cmlm": cmlm, "ctc": ctc}
+    if objective not in objectives:
+        raise ValueError(f"Unknown objective {objective!r}; expected one of {sorted(objectives)}.")
+    source_limit = max_length if max_source_length is None else min(max_source_length, max_length)
     if length_mode not in ("predict", "max"):
         raise ValueError(f"Unknown length_mode {length_mode!r}; expected 'predict' or 'max'.")
     cmlm_objective = objective == "cmlm"
     if not cmlm_objective and (mask_all or length_mode != "predict"):
         raise ValueError("mask_all and length_mode='max' are options of objective='cmlm'.")
     ds = ds.batch(_TOKENIZE_CHUNK).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
-    ds = ds.map(cmlm if cmlm_objective else teacher_forcing, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.map(objectives[objective], num_parallel_calls=tf.data.AUTOTUNE)
     label_shapes = {"tokens": [None], "length": []} if cmlm_objective else [None]
     label_padding = {"tokens": PAD_ID, "length": 0} if cmlm_objective else PAD_ID
+    feature_shapes = {"source": [None], "target_in": [None]}
+    feature_padding = {"source": PAD_ID, "target_in": PAD_ID}
+    if objective == "ctc":
+        label_shapes, label_padding = {"tokens": [None]}, {"tokens": PAD_ID}
+        feature_shapes, feature_padding = {"source": [None]}, {"source": PAD_ID}
     # Bucket i takes lengths in (upper[i-1], upper[i]]; the extra last bucket (> max_length) stays
     # empty, since truncation bounds every length by max_length.
     ds = ds.bucket_by_sequence_length(
         element_length_func=length,
         bucket_boundaries=[u + 1 for u in upper],
         bucket_batch_sizes=batch_sizes + [1],
-        padded_shapes=({"source": [None], "target_in": [None]}, label_shapes),
-        padding_values=({"source": PAD_ID, "target_in": PAD_ID}, label_padding),
+        padded_shapes=(feature_shapes, label_shapes),
+        padding_values=(feature_padding, label_padding),
         pad_to_bucket_boundary=pad_to_bucket,
         drop_remainder=drop_remainder,
     )

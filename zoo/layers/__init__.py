@@ -14,3 +14,4 @@ from zoo.layers.pointer_generator import PointerGenerator
 from zoo.layers.length_predictor import LengthPredictor
 from zoo.layers.scheduled_sampling import ScheduledSampling
 from zoo.layers.uniform_copy import UniformCopy
+from zoo.layers.ctc import CTCBlankPadding, SourceUpsampling

@@ -69,3 +69,51 @@ class MaskedSparseCrossEntropy(keras.losses.Loss):
             }
         )
         return config
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class CTCLoss(keras.losses.Loss):
+    """The CTC loss of a non-autoregressive decoder, per target token, over the batch.
+
+    The negative log-likelihood of the labels summed over every alignment of them to the
+    decoder's positions (repeats merged, blanks dropped; Graves et al. 2006), divided by the
+    label count and averaged over the sentences (as fairseq's ``nat_ctc`` loss). The logits
+    span the decoder's whole padded width: a decoder whose padded positions emit only the blank
+    (:class:`zoo.layers.CTCBlankPadding`) then scores each sentence over its real positions.
+    A sentence with more labels (and blanks between repeats) than positions has no alignment;
+    its loss counts as 0 (fairseq's ``zero_infinity``), so that one such pair does not stop
+    training.
+
+    Args:
+        blank_id: the blank's id in the logits' last axis.
+        pad_id: the label that marks padding after a sentence's labels.
+
+    Example:
+        >>> loss = CTCLoss(blank_id=1)
+        >>> float(loss(keras.ops.array([[3, 0]]), keras.ops.zeros((1, 4, 5)))) > 0
+        True
+
+    References:
+        Graves et al. 2006, "Connectionist Temporal Classification"; Libovický & Helcl 2018.
+    """
+
+    def __init__(self, blank_id, pad_id=0, name="ctc", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.blank_id = blank_id
+        self.pad_id = pad_id
+
+    def call(self, y_true, y_pred):
+        y_pred = ops.cast(y_pred, "float32")  # (B, L, V)
+        y_true = ops.cast(y_true, "int32")  # (B, T)
+        counts = ops.sum(ops.cast(ops.not_equal(y_true, self.pad_id), "int32"), axis=1)  # (B,)
+        widths = ops.full((ops.shape(y_pred)[0],), ops.shape(y_pred)[1], "int32")
+        nll = ops.ctc_loss(y_true, y_pred, counts, widths, mask_index=self.blank_id)  # (B,)
+        # An alignment needs a position per label and a blank between two equal ones.
+        real = ops.not_equal(y_true, self.pad_id)
+        repeats = real[:, 1:] & ops.equal(y_true[:, 1:], y_true[:, :-1])
+        needed = counts + ops.sum(ops.cast(repeats, "int32"), axis=1)
+        nll = ops.where(ops.isfinite(nll) & (needed <= widths), nll, 0.0)
+        return nll / ops.cast(ops.maximum(counts, 1), "float32")
+
+    def get_config(self):
+        return {**super().get_config(), "blank_id": self.blank_id, "pad_id": self.pad_id}

@@ -1,16 +1,18 @@
-"""The non-autoregressive translator: the translator's encoder, a length predictor, and a
-decoder without the causal mask that fills every target position at once.
+"""The non-autoregressive translator: the translator's encoder, and a decoder without the causal
+mask that fills every target position at once.
 
 The encoder and the decoder blocks are the translator's public stacks; what differs is the
-decoder's attention, which sees the whole target, the :class:`~zoo.layers.LengthPredictor`,
-and two choices (:class:`NATConfig`): the decoder's input (mask tokens, CMLM; or the source's
-embeddings copied uniformly) and the target length (predicted, or the widest cut at the first
-EOS). The saved model's layers record both (:func:`nat_modes`).
+decoder's attention, which sees the whole target, and the choices of :class:`NATConfig`: a
+CMLM decoder with a :class:`~zoo.layers.LengthPredictor` (reading mask tokens, refined by
+Mask-Predict, or a uniform copy of the source; the length predicted, or the widest cut at the
+first EOS), or a CTC decoder over the upsampled source. The saved model's layers record the
+choices (:func:`nat_modes`).
 """
 
 from zoo.models.nat.build import build_nat_translator
 from zoo.models.nat.config import (
     DECODER_INPUTS,
+    DECODERS,
     LENGTH_MODES,
     MASK_ID,
     PRESETS,
@@ -19,13 +21,14 @@ from zoo.models.nat.config import (
 )
 from zoo.models.nat.inference import (
     NATModes,
+    ctc_logits,
     decode_and_lengths,
     nat_decode,
     nat_encode,
     nat_modes,
+    nat_source_positions,
     widest_lengths,
 )
-
 from zoo.models.nat.search import (
     NAT_DEFAULTS,
     check_rescorer,
@@ -33,23 +36,27 @@ from zoo.models.nat.search import (
     nat_length_candidates,
     nat_translator_search,
 )
+
 __all__ = [
-    "nat_translator_search",
-    "nat_length_candidates",
-    "nat_counts",
-    "check_rescorer",
-    "NAT_DEFAULTS",
+    "DECODERS",
     "DECODER_INPUTS",
     "LENGTH_MODES",
     "MASK_ID",
+    "NAT_DEFAULTS",
     "PRESETS",
     "NATConfig",
     "NATModes",
     "build_nat_translator",
+    "check_rescorer",
+    "ctc_logits",
     "decode_and_lengths",
     "get_config",
+    "nat_counts",
     "nat_decode",
     "nat_encode",
+    "nat_length_candidates",
     "nat_modes",
+    "nat_source_positions",
+    "nat_translator_search",
     "widest_lengths",
 ]

@@ -3,8 +3,8 @@ without the causal mask (reading mask tokens, or a uniform copy of the source)."
 
 import keras
 
-from zoo.layers import LengthPredictor, UniformCopy
-from zoo.models.nat.config import COPY_LAYER
+from zoo.layers import CTCBlankPadding, LengthPredictor, SourceUpsampling, UniformCopy
+from zoo.models.nat.config import COPY_LAYER, CTC_LAYER, CTC_OUTPUT, MASK_ID
 from zoo.models.translator.stacks import NewLayers, decoder_stack, encoder_stack
 
 __all__ = ["build_nat_translator", "nat_decoder_stack"]
@@ -16,7 +16,9 @@ def build_nat_translator(config):
     Layer names are the translator's (``embedding`` or ``source_embedding``/
     ``target_embedding``, ``encoder_block_{i}``, ``encoder_norm``, ``decoder_block_{i}``,
     ``decoder_norm``, ``output_projection``) plus ``length_predictor`` (which records
-    ``length_mode``) and, with ``decoder_input="copy"``, ``source_copy``.
+    ``length_mode``) and, with ``decoder_input="copy"``, ``source_copy``. A ``decoder="ctc"``
+    model has ``ctc_upsampling`` and ``ctc_output`` instead of the length predictor, and maps
+    ``{"source"}`` alone to ``{"tokens": (B, k S, V) logits}``.
 
     Args:
         config: a :class:`NATConfig`.
@@ -38,9 +40,14 @@ def build_nat_translator(config):
         Language Models"; Gu et al. 2018, "Non-Autoregressive Neural Machine Translation".
     """
     source = keras.Input((None,), dtype="int32", name="source")
-    target_in = keras.Input((None,), dtype="int32", name="target_in")
     layers = NewLayers(config)
     memory = encoder_stack(layers, source)  # (B, S, D), carries the padding mask
+    if config.decoder == "ctc":
+        ids = SourceUpsampling(config.ctc_upsample, name=CTC_LAYER)(source)  # (B, kS)
+        logits, _, _ = decoder_stack(layers, ids, memory, use_causal_mask=False)
+        logits = CTCBlankPadding(MASK_ID, name=CTC_OUTPUT)(logits, ids)  # (B, kS, V)
+        return keras.Model({"source": source}, {"tokens": logits}, name="nat")
+    target_in = keras.Input((None,), dtype="int32", name="target_in")
     length = LengthPredictor(
         config.max_offset, length_mode=config.length_mode, name="length_predictor"
     )(memory)  # (B, 2K + 1)

@@ -8,10 +8,15 @@ from zoo.models.presets import from_presets
 from zoo.models.translator import PRESETS as TRANSLATOR_PRESETS
 from zoo.models.translator import TranslatorConfig
 
-__all__ = ["DECODER_INPUTS", "LENGTH_MODES", "MASK_ID", "PRESETS", "NATConfig", "get_config"]
+__all__ = [
+    "DECODERS", "DECODER_INPUTS", "LENGTH_MODES", "MASK_ID", "PRESETS", "NATConfig", "get_config",
+]  # fmt: skip
 
 MASK_ID = 1  # the SentencePiece UNK id: byte fallback means real text never needs it
 DECODER_INPUTS = ("mask", "copy")
+DECODERS = ("cmlm", "ctc")
+CTC_LAYER = "ctc_upsampling"  # the SourceUpsampling layer: its presence means decoder="ctc"
+CTC_OUTPUT = "ctc_output"  # the CTCBlankPadding layer on a CTC decoder's logits
 COPY_LAYER = "source_copy"  # the UniformCopy layer: its presence means decoder_input="copy"
 
 
@@ -20,6 +25,15 @@ class NATConfig(TranslatorConfig):
     """A :class:`~zoo.models.TranslatorConfig` and what the non-autoregressive model adds.
 
     Model:
+        decoder: ``"cmlm"``, a conditional masked language model with a length predictor,
+            refined by Mask-Predict; or ``"ctc"``: the decoder reads the source upsampled
+            ``ctc_upsample`` times (:class:`~zoo.layers.SourceUpsampling`), is trained with
+            the CTC loss (the blank is :data:`MASK_ID`), and decodes in one pass, its best
+            alignment with repeats merged and blanks dropped; no length predictor
+            (Libovický & Helcl 2018; Gu & Kong 2021). Its sources are at most
+            ``max_length // ctc_upsample`` tokens, so that the upsampled ones fit the
+            decoder's positions. ``decoder_input`` and ``length_mode`` keep their defaults.
+        ctc_upsample: the upsampling ratio of ``"ctc"`` (2 or 3 in Gu & Kong 2021).
         decoder_input: what the decoder reads. ``"mask"``: the target with mask tokens
             (:data:`MASK_ID`) at the positions to predict (CMLM, Ghazvininejad et al. 2019);
             at inference every position starts masked, and Mask-Predict refines. ``"copy"``:
@@ -49,6 +63,8 @@ class NATConfig(TranslatorConfig):
 
     decoder_input: str = "mask"
     length_mode: str = "predict"
+    decoder: str = "cmlm"
+    ctc_upsample: int = 2
     max_offset: int = 24
     length_loss_weight: float = 0.1
 
@@ -75,9 +91,22 @@ class NATConfig(TranslatorConfig):
         for field, value, choices in (
             ("decoder_input", self.decoder_input, DECODER_INPUTS),
             ("length_mode", self.length_mode, LENGTH_MODES),
+            ("decoder", self.decoder, DECODERS),
         ):
             if value not in choices:
                 raise ValueError(f"Unknown {field} {value!r}; expected one of {choices}.")
+        if isinstance(self.ctc_upsample, bool) or not (
+            isinstance(self.ctc_upsample, int) and 1 <= self.ctc_upsample <= self.max_length
+        ):
+            raise ValueError(
+                f"ctc_upsample must be an int from 1 to max_length, got {self.ctc_upsample!r}."
+            )
+        if self.decoder == "ctc" and (self.decoder_input, self.length_mode) != ("mask", "predict"):
+            raise ValueError(
+                "The CTC decoder reads the upsampled source and needs no length: "
+                "decoder_input and length_mode keep their defaults ('mask', 'predict'), got "
+                f"{self.decoder_input!r} and {self.length_mode!r}."
+            )
 
 
 # The translator's presets with the NAT's defaults: the same shapes, so a NAT and its teacher

@@ -6,15 +6,18 @@ from dataclasses import dataclass
 from keras import ops
 
 from zoo.models.nat.build import nat_decoder_stack
-from zoo.models.nat.config import COPY_LAYER
+from zoo.models.nat.config import COPY_LAYER, CTC_LAYER, CTC_OUTPUT
 from zoo.models.translator import encode, translator_layers
+from zoo.models.translator.stacks import decoder_stack
 
 __all__ = [
     "NATModes",
+    "ctc_logits",
     "decode_and_lengths",
     "nat_decode",
     "nat_encode",
     "nat_modes",
+    "nat_source_positions",
     "widest_lengths",
 ]
 
@@ -24,14 +27,22 @@ class NATModes:
     """How a built or loaded NAT decodes, as its layers record it (:func:`nat_modes`).
 
     Attributes:
-        decoder_input: ``"mask"`` or ``"copy"`` (:class:`NATConfig`).
-        length_mode: ``"predict"`` or ``"max"``.
-        max_offset: K, the length predictor's largest offset.
+        decoder_input: ``"mask"`` or ``"copy"`` (:class:`NATConfig`); ``"upsampled"`` for a
+            CTC decoder.
+        length_mode: ``"predict"`` or ``"max"``; ``"none"`` for a CTC decoder.
+        max_offset: K, the length predictor's largest offset (0 without one).
+        ctc_upsample: a CTC decoder's upsampling ratio; 0 for a CMLM.
     """
 
     decoder_input: str
     length_mode: str
     max_offset: int
+    ctc_upsample: int = 0
+
+    @property
+    def ctc(self):
+        """Whether the decoder is a CTC decoder (one pass, no length candidates)."""
+        return self.ctc_upsample > 0
 
     @property
     def refines(self):
@@ -47,13 +58,16 @@ class NATModes:
 def nat_modes(model):
     """The :class:`NATModes` of a model of :func:`build_nat_translator`, from its layers.
 
-    A ``.keras`` file alone decodes right: the copy is a layer of its own (``source_copy``)
-    and the length predictor's config holds ``length_mode`` and ``max_offset``.
+    A ``.keras`` file alone decodes right: the copy is a layer of its own (``source_copy``),
+    the length predictor's config holds ``length_mode`` and ``max_offset``, and a CTC
+    decoder's upsampling layer (``ctc_upsampling``) its ratio.
 
     Raises:
-        ValueError: the model has no ``length_predictor`` (not a NAT).
+        ValueError: the model has no ``length_predictor`` and no CTC decoder (not a NAT).
     """
     layers = {layer.name: layer for layer in model.layers}
+    if CTC_LAYER in layers:
+        return NATModes("upsampled", "none", 0, layers[CTC_LAYER].factor)
     if "length_predictor" not in layers:
         raise ValueError(
             f"Model {model.name!r} has no layer 'length_predictor': not a model of "
@@ -138,6 +152,27 @@ def nat_decode(model, memory, source_padding, target_in, source_ids=None):
     return ops.cast(logits, "float32")
 
 
+def ctc_logits(model, source_ids):
+    """A CTC decoder's one pass: ``(B, S)`` source ids -> float32 logits ``(B, k S, V)``,
+    the blank certain at the padded positions (as :func:`build_nat_translator` runs it)."""
+    layers = translator_layers(model)
+    memory, source_padding = encode(model, source_ids)
+    ids = model.get_layer(CTC_LAYER)(ops.cast(source_ids, "int32"))  # (B, kS)
+    logits, _, _ = decoder_stack(
+        layers, ids, memory, padding_mask=ops.not_equal(ids, 0),
+        encoder_padding_mask=source_padding, use_causal_mask=False, training=False,
+    )  # fmt: skip
+    return ops.cast(model.get_layer(CTC_OUTPUT)(logits, ids), "float32")
+
+
+def nat_source_positions(model):
+    """The most source tokens the NAT reads: its source positions, or for a CTC decoder that
+    many divided by its ratio (the upsampled source fills the decoder's positions)."""
+    positions = translator_layers(model).max_source_length
+    upsample = nat_modes(model).ctc_upsample
+    return positions // upsample if upsample and positions is not None else positions
+
+
 def _copy_layer(model):
     return next((layer for layer in model.layers if layer.name == COPY_LAYER), None)
 
@@ -175,6 +210,8 @@ def decode_and_lengths(model, source_ids, max_length, length_beam=1):
         (2, 8)
     """
     modes = nat_modes(model)
+    if modes.ctc:
+        raise ValueError("A CTC decoder has no length candidates to refine: see ctc_logits.")
     if not modes.predicts_length and isinstance(length_beam, int) and length_beam != 1:
         raise ValueError(
             f"length_beam={length_beam}: a model with length_mode='max' decodes one length "

@@ -7,10 +7,12 @@ keras.ops only, so that it also runs on Keras's JAX backend.
 
 from keras import ops
 
+from zoo.decoding.ctc import ctc_greedy
 from zoo.decoding.nat import MAX_ITERATIONS, check_length_beam, length_candidates, nat_search
 from zoo.decoding.search_helpers import check_count
 from zoo.decoding.text import round_up
-from zoo.models.nat.inference import decode_and_lengths, nat_modes
+from zoo.models.nat.config import MASK_ID
+from zoo.models.nat.inference import ctc_logits, decode_and_lengths, nat_modes
 from zoo.models.translator import rescorer, translator_layers
 from zoo.special_ids import BOS_ID
 
@@ -28,7 +30,8 @@ def nat_counts(model, iterations=None, length_beam=None):
 
     A ``decoder_input="copy"`` model reads no target tokens, so refinement cannot change its
     output: it takes one iteration. A ``length_mode="max"`` model decodes one length per
-    sentence: it takes one candidate. (Read from the model: :func:`~zoo.models.nat.nat_modes`.)
+    sentence: it takes one candidate. A CTC decoder takes one of each: it decodes in one pass,
+    at the length its alignment gives. (Read from the model: :func:`~zoo.models.nat.nat_modes`.)
 
     Args:
         model: a model of :func:`zoo.models.nat.build_nat_translator`.
@@ -56,15 +59,14 @@ def nat_counts(model, iterations=None, length_beam=None):
     else:
         length_beam = check_count(length_beam, "length_beam", 1)
     if not modes.refines and isinstance(iterations, int) and iterations > 1:
-        raise ValueError(
-            f"iterations={iterations}: a model with decoder_input='copy' reads no target "
-            "tokens, so refinement cannot change its output; use iterations=1."
-        )
+        why = ("a CTC decoder decodes in one pass" if modes.ctc else "a model with "
+               "decoder_input='copy' reads no target tokens, so refinement cannot change its "
+               "output")  # fmt: skip
+        raise ValueError(f"iterations={iterations}: {why}; use iterations=1.")
     if not modes.predicts_length and isinstance(length_beam, int) and length_beam > 1:
-        raise ValueError(
-            f"length_beam={length_beam}: a model with length_mode='max' decodes one length "
-            "per sentence; use length_beam=1."
-        )
+        why = ("a CTC decoder's length is its alignment's" if modes.ctc else "a model with "
+               "length_mode='max' decodes one length per sentence")  # fmt: skip
+        raise ValueError(f"length_beam={length_beam}: {why}; use length_beam=1.")
     return iterations, length_beam
 
 
@@ -99,7 +101,8 @@ def nat_translator_search(model, method, max_length, compile_stage=None, **kwarg
             function (``translate()`` passes XLA's); it compiles each of the two stages (the
             candidate lengths, then the refinement at their width).
         **kwargs: ``iterations`` and ``length_beam`` (1 by default; checked, or clamped, by
-            :func:`nat_counts`), ``rescorer`` (an autoregressive translator of the same
+            :func:`nat_counts`; a CTC decoder takes 1 and 1 and decodes in one pass, without
+            ``max_length``), ``rescorer`` (an autoregressive translator of the same
             vocabulary that picks among the length candidates), ``bos_id``, ``eos_id``, and
             the other arguments of :func:`~zoo.decoding.nat_search`.
 
@@ -127,6 +130,14 @@ def nat_translator_search(model, method, max_length, compile_stage=None, **kwarg
         model, kwargs.get("iterations", 1), kwargs.get("length_beam", 1)
     )
     nat_kwargs.pop("length_beam", None)
+    if nat_modes(model).ctc:
+        if teacher is not None:
+            raise ValueError("rescorer picks among length candidates; a CTC decoder has none.")
+
+        def one_pass(source_ids):  # the best alignment, collapsed, cut to max_length
+            return ctc_greedy(ctc_logits(model, source_ids), MASK_ID)[:, :max_length]
+
+        return compile_stage(one_pass)
     if teacher is not None:
         check_rescorer(teacher, model, max_length)
 

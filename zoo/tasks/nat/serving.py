@@ -9,7 +9,7 @@ from zoo.artifacts import SERVING_VERSION
 from zoo.decoding.nat import MAX_ITERATIONS, MAX_LENGTH_BEAM
 from zoo.export.folder import float32_model
 from zoo.export.text_serving import STRINGS, TextServing, export_text_serving, positive_int
-from zoo.models.nat import nat_counts, nat_translator_search
+from zoo.models.nat import nat_counts, nat_source_positions, nat_translator_search
 from zoo.models.translator import translator_layers
 
 __all__ = ["NAT_SIGNATURES", "NATServing", "export_nat"]
@@ -76,7 +76,7 @@ class NATServing(TextServing):
         layers = translator_layers(model)
         super().__init__(
             model, tokenizer, nat_translator_search, layers.vocab_size,
-            layers.max_source_length, layers.max_length, max_input_length, max_output_length,
+            nat_source_positions(model), layers.max_length, max_input_length, max_output_length,
             name=name,
         )  # fmt: skip
         for value, name_, maximum in (

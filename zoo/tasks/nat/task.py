@@ -17,13 +17,14 @@ from zoo.models.nat import (
     NATConfig,
     build_nat_translator,
     nat_counts,
+    nat_source_positions,
     nat_translator_search,
 )
 from zoo.tasks.loading import load_trained
 from zoo.tasks.nat.serving import export_nat
 from zoo.tasks.translation.evaluation import evaluate_translator
 from zoo.tasks.translation.task import TranslationTask, bleu_line
-from zoo.training.losses import MaskedSparseCrossEntropy
+from zoo.training.losses import CTCLoss, MaskedSparseCrossEntropy
 from zoo.training.optimizer import make_optimizer
 
 __all__ = ["NATTask"]
@@ -49,7 +50,11 @@ class NATTask(TranslationTask):
     search = staticmethod(nat_translator_search)
 
     def objective(self, config):
-        """Masked targets and the length label (``make_translation_dataset``'s ``"cmlm"``)."""
+        """Masked targets and the length label (``make_translation_dataset``'s ``"cmlm"``); for
+        a CTC decoder the targets alone, on sources that fit its upsampling (``"ctc"``)."""
+        if config.decoder == "ctc":
+            limit = config.max_length // config.ctc_upsample
+            return {"objective": "ctc", "max_source_length": limit}
         return {
             "objective": "cmlm",
             "mask_id": MASK_ID,
@@ -61,8 +66,17 @@ class NATTask(TranslationTask):
     def build_model(self, config):
         return build_nat_translator(config)
 
+    def source_limit(self, model):
+        """The most source tokens the NAT reads (a CTC decoder's upsampled source fits)."""
+        return nat_source_positions(model)
+
     def compile_model(self, model, config, jit_compile=False):
-        """The masked tokens' mean cross entropy plus the weighted length cross entropy."""
+        """The masked tokens' mean cross entropy plus the weighted length cross entropy; for a
+        CTC decoder, the CTC loss per target token."""
+        if config.decoder == "ctc":
+            model.compile(optimizer=make_optimizer(config), loss={"tokens": CTCLoss(MASK_ID)},
+                          jit_compile=jit_compile)  # fmt: skip
+            return model
         model.compile(
             optimizer=make_optimizer(config),
             loss={
@@ -81,7 +95,8 @@ class NATTask(TranslationTask):
                  length_beam=None, rescore_with=None):
         iterations, length_beam = nat_counts(model, iterations, length_beam)
         scores = evaluate_translator(
-            self.translate, model, vocabulary, split, output_dir, method="mask_predict", verbose=verbose,
+            self.translate, model, vocabulary, split, output_dir, method="mask_predict",
+            verbose=verbose,
             iterations=iterations, length_beam=length_beam,
             rescorer=self._rescorer(rescore_with, vocabulary),
         )

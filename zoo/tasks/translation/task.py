@@ -165,10 +165,13 @@ class TranslationTask(Task):
         :func:`zoo.decoding.translate_sentences` and of the search (``beam_size``,
         ``max_length``, ``batch_size``, ``verbose``, ``alpha``, ``seed``, ...)."""
         return translate_sentences(
-            model, tokenizer, sentences, self.search,
-            translator_layers(model).max_source_length, method=method or self.default_method,
-            beam_size=beam_size, **options,
+            model, tokenizer, sentences, self.search, self.source_limit(model),
+            method=method or self.default_method, beam_size=beam_size, **options,
         )  # fmt: skip
+
+    def source_limit(self, model):
+        """The most source tokens the model reads: its source positions."""
+        return translator_layers(model).max_source_length
 
     def metric_callbacks(self, config, vocabulary, validation_data, bleu_sample_size=200):
         if not bleu_sample_size:

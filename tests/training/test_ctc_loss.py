@@ -1,0 +1,56 @@
+"""The CTC loss against its forward recursion written out in NumPy (Graves et al. 2006)."""
+
+import numpy as np
+import pytest
+
+from zoo.training.losses import CTCLoss
+
+BLANK = 1
+
+
+def forward_nll(labels, log_probs, blank=BLANK):
+    """-log p(labels | x): the sum over alignments by the alpha recursion, in log space."""
+    extended = [blank]
+    for label in labels:
+        extended += [label, blank]
+    alpha = np.full(len(extended), -np.inf)
+    alpha[0] = log_probs[0, extended[0]]
+    alpha[1] = log_probs[0, extended[1]]
+    for t in range(1, len(log_probs)):
+        previous = alpha.copy()
+        for s, symbol in enumerate(extended):
+            terms = [previous[s]] + ([previous[s - 1]] if s > 0 else [])
+            if s > 1 and symbol != blank and symbol != extended[s - 2]:
+                terms.append(previous[s - 2])
+            alpha[s] = np.logaddexp.reduce(terms) + log_probs[t, symbol]
+    return -np.logaddexp(alpha[-1], alpha[-2])
+
+
+def log_softmax(x):
+    return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def test_the_loss_is_the_forward_recursion_per_label():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(3, 7, 6)).astype("float32")
+    labels = np.array([[3, 3, 2], [4, 0, 0], [5, 2, 0]])  # a repeat needs a blank between
+    got = np.asarray(CTCLoss(BLANK, reduction=None)(labels, logits))
+    expected = [forward_nll([t for t in row if t], log_softmax(logits[i].astype("float64")))
+                / max(sum(t > 0 for t in row), 1) for i, row in enumerate(labels.tolist())]  # fmt: skip
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    mean = float(CTCLoss(BLANK)(labels, logits))
+    np.testing.assert_allclose(mean, np.mean(expected), rtol=1e-5)
+
+
+def test_a_target_with_no_alignment_counts_zero():
+    logits = np.zeros((3, 2, 6), "float32")  # two positions: not three labels, nor "3, 3"
+    got = np.asarray(CTCLoss(BLANK, reduction=None)([[3, 4, 5], [3, 3, 0], [3, 4, 0]], logits))
+    assert got[0] == 0.0 and got[1] == 0.0
+    np.testing.assert_allclose(got[2], forward_nll([3, 4], log_softmax(logits[2])) / 2, rtol=1e-5)
+
+
+def test_config_round_trip():
+    loss = CTCLoss(BLANK)
+    assert CTCLoss.from_config(loss.get_config()).blank_id == BLANK
+    with pytest.raises(TypeError):
+        CTCLoss()
