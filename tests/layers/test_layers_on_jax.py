@@ -510,6 +510,16 @@ def _nat():
     tokens, _ = jax.jit(widest)(source)
     np.testing.assert_array_equal(np.asarray(tokens), np.asarray(widest(source)[0]))
 
+    # The CTC decoder: its one pass under jit equals its eager one and the whole model's.
+    from zoo.models.nat import nat_translator_search
+    from zoo.models.nat.inference import ctc_logits
+
+    model = build_nat_translator(get_config("tiny", vocab_size=20, max_length=8, decoder="ctc"))
+    logits = np.asarray(ctc_logits(model, source))
+    np.testing.assert_allclose(logits, np.asarray(model({"source": source})["tokens"]), atol=1e-5)
+    search = nat_translator_search(model, "mask_predict", 8)
+    np.testing.assert_array_equal(np.asarray(jax.jit(search)(source)), np.asarray(search(source)))
+
 
 def _dropout():
     """The hashed dropout mask on JAX equals the Python-integer reference, under jit."""
