@@ -229,6 +229,13 @@ TASKS = {
                  "source, decoded in one pass (default cmlm)"),
             flag("--ctc-upsample", type=positive_int,
                  help="the CTC decoder's upsampling of the source (default 2)"),
+            flag("--glancing-ratio", type=fraction, metavar="R",
+                 help="glancing training (GLAT) with this ratio of the first pass's errors "
+                 "revealed (0: off, the default)"),
+            flag("--glancing-ratio-end", type=fraction, metavar="R",
+                 help="anneal the glancing ratio linearly to R over --glancing-anneal-steps"),
+            flag("--glancing-anneal-steps", type=positive_int, metavar="N",
+                 help="steps of the glancing ratio's anneal (default 4000)"),
         ),
         "evaluate": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH),
         "predict_flags": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH),

@@ -78,6 +78,7 @@ def make_translation_dataset(
     batch_multiple=1,
     epoch=None,
     max_source_length=None,
+    gold_input=False,
 ):
     """Build a ``tf.data.Dataset`` of token-budget batches for teacher-forced training.
 
@@ -133,6 +134,8 @@ def make_translation_dataset(
             ``{"tokens": the target}`` (no BOS, no EOS), for a CTC decoder.
         max_source_length: the most source tokens kept (default ``max_length``); a CTC
             decoder's upsampled source must fit its positions.
+        gold_input: ``"cmlm"`` with nothing masked: ``target_in`` is the target and every
+            position a label (glancing training masks it inside the model).
         batch_multiple: batch sizes are multiples of this (see :func:`bucket_spec`).
 
     Returns:
@@ -196,13 +199,16 @@ def make_translation_dataset(
         target = tf.concat([tokens, tf.fill([width - length + 1], eos_id)], 0)  # (W,)
         if mask_all:
             count = width
+        elif gold_input:
+            count = 0
         else:
             count = tf.random.uniform([], 1, width + 1, dtype=tf.int32)  # masks, uniform in 1..W
         rank = tf.argsort(tf.argsort(tf.random.uniform([width])))  # a random permutation
         masked = rank < count
         offset = tf.clip_by_value(length - tf.shape(src)[0], -max_offset, max_offset)
         features = {"source": src, "target_in": tf.where(masked, mask_id, target)}
-        return features, {"tokens": tf.where(masked, target, PAD_ID), "length": offset + max_offset}
+        labels = target if gold_input else tf.where(masked, target, PAD_ID)
+        return features, {"tokens": labels, "length": offset + max_offset}
 
     def ctc(src, tgt):  # (S,), (T,) ids -> features, labels
         return {"source": src[:source_limit]}, {"tokens": tgt[:max_length]}
@@ -218,8 +224,9 @@ def make_translation_dataset(
     if length_mode not in ("predict", "max"):
         raise ValueError(f"Unknown length_mode {length_mode!r}; expected 'predict' or 'max'.")
     cmlm_objective = objective == "cmlm"
-    if not cmlm_objective and (mask_all or length_mode != "predict"):
-        raise ValueError("mask_all and length_mode='max' are options of objective='cmlm'.")
+    if not cmlm_objective and (mask_all or gold_input or length_mode != "predict"):
+        raise ValueError("mask_all, gold_input and length_mode='max' are options of "
+                         "objective='cmlm'.")  # fmt: skip
     ds = ds.batch(_TOKENIZE_CHUNK).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
     ds = ds.map(objectives[objective], num_parallel_calls=tf.data.AUTOTUNE)
     label_shapes = {"tokens": [None], "length": []} if cmlm_objective else [None]

@@ -15,3 +15,4 @@ from zoo.layers.length_predictor import LengthPredictor
 from zoo.layers.scheduled_sampling import ScheduledSampling
 from zoo.layers.uniform_copy import UniformCopy
 from zoo.layers.ctc import CTCBlankPadding, SourceUpsampling
+from zoo.layers.glancing import AllMasked, GlancingSampler, LossMask

@@ -3,7 +3,15 @@ without the causal mask (reading mask tokens, or a uniform copy of the source)."
 
 import keras
 
-from zoo.layers import CTCBlankPadding, LengthPredictor, SourceUpsampling, UniformCopy
+from zoo.layers import (
+    AllMasked,
+    CTCBlankPadding,
+    GlancingSampler,
+    LengthPredictor,
+    LossMask,
+    SourceUpsampling,
+    UniformCopy,
+)
 from zoo.models.nat.config import COPY_LAYER, CTC_LAYER, CTC_OUTPUT, MASK_ID
 from zoo.models.translator.stacks import NewLayers, decoder_stack, encoder_stack
 
@@ -18,7 +26,9 @@ def build_nat_translator(config):
     ``decoder_norm``, ``output_projection``) plus ``length_predictor`` (which records
     ``length_mode``) and, with ``decoder_input="copy"``, ``source_copy``. A ``decoder="ctc"``
     model has ``ctc_upsampling`` and ``ctc_output`` instead of the length predictor, and maps
-    ``{"source"}`` alone to ``{"tokens": (B, k S, V) logits}``.
+    ``{"source"}`` alone to ``{"tokens": (B, k S, V) logits}``. With ``glancing_ratio`` the
+    model's ``target_in`` is the gold target (the model masks it; ``glancing``), and the
+    token logits carry the positions of the loss as their Keras mask.
 
     Args:
         config: a :class:`NATConfig`.
@@ -52,7 +62,19 @@ def build_nat_translator(config):
         config.max_offset, length_mode=config.length_mode, name="length_predictor"
     )(memory)  # (B, 2K + 1)
     copy = UniformCopy(name=COPY_LAYER) if config.decoder_input == "copy" else None
-    logits = nat_decoder_stack(layers, copy, target_in, memory, source)
+    if config.glancing_ratio:
+        # Two passes in training: target_in is the gold target, masked here (GLAT).
+        first_input = AllMasked(MASK_ID, name="glancing_first_input")(target_in)
+        first = nat_decoder_stack(layers, copy, first_input, memory, source)  # (B, T, V)
+        glance = GlancingSampler(
+            config.glancing_ratio, config.glancing_ratio_end, config.glancing_anneal_steps,
+            mask_id=MASK_ID, name="glancing",
+        )  # fmt: skip
+        second_input, positions = glance(target_in, first)
+        logits = nat_decoder_stack(layers, copy, second_input, memory, source)
+        logits = LossMask(name="glancing_loss_positions")([logits, positions])
+    else:
+        logits = nat_decoder_stack(layers, copy, target_in, memory, source)
     return keras.Model(
         {"source": source, "target_in": target_in},
         {"tokens": logits, "length": length},

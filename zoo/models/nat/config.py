@@ -34,6 +34,14 @@ class NATConfig(TranslatorConfig):
             ``max_length // ctc_upsample`` tokens, so that the upsampled ones fit the
             decoder's positions. ``decoder_input`` and ``length_mode`` keep their defaults.
         ctc_upsample: the upsampling ratio of ``"ctc"`` (2 or 3 in Gu & Kong 2021).
+        glancing_ratio: above 0, glancing training (GLAT, Qian et al. 2021;
+            :class:`~zoo.layers.GlancingSampler`) of a CMLM decoder reading mask tokens: in
+            training a first pass over an all-masked target (no gradient) counts its errors,
+            and that many times this ratio of gold tokens, at random positions, are revealed in
+            the second pass's input, whose loss is on the other positions. Decoding (one pass
+            or Mask-Predict) is unchanged. 0 trains the plain CMLM.
+        glancing_ratio_end: the ratio after ``glancing_anneal_steps`` steps, reached linearly
+            (None: ``glancing_ratio`` throughout; GLAT anneals 0.5 to 0.3).
         decoder_input: what the decoder reads. ``"mask"``: the target with mask tokens
             (:data:`MASK_ID`) at the positions to predict (CMLM, Ghazvininejad et al. 2019);
             at inference every position starts masked, and Mask-Predict refines. ``"copy"``:
@@ -65,6 +73,9 @@ class NATConfig(TranslatorConfig):
     length_mode: str = "predict"
     decoder: str = "cmlm"
     ctc_upsample: int = 2
+    glancing_ratio: float = 0.0
+    glancing_ratio_end: float | None = None
+    glancing_anneal_steps: int = 4000
     max_offset: int = 24
     length_loss_weight: float = 0.1
 
@@ -101,6 +112,17 @@ class NATConfig(TranslatorConfig):
             raise ValueError(
                 f"ctc_upsample must be an int from 1 to max_length, got {self.ctc_upsample!r}."
             )
+        if self.glancing_ratio:
+            for name, value in (("glancing_ratio", self.glancing_ratio),
+                                ("glancing_ratio_end", self.glancing_ratio_end)):  # fmt: skip
+                if value is not None and not 0 < value <= 1:
+                    raise ValueError(f"{name} must be in (0, 1], got {value!r}.")
+            if (self.decoder, self.decoder_input) != ("cmlm", "mask"):
+                raise ValueError(
+                    "Glancing training reveals gold tokens among mask tokens: it needs "
+                    f"decoder='cmlm' and decoder_input='mask', got {self.decoder!r} and "
+                    f"{self.decoder_input!r}."
+                )
         if self.decoder == "ctc" and (self.decoder_input, self.length_mode) != ("mask", "predict"):
             raise ValueError(
                 "The CTC decoder reads the upsampled source and needs no length: "

@@ -61,6 +61,7 @@ class NATTask(TranslationTask):
             "max_offset": config.max_offset,
             "length_mode": config.length_mode,
             "mask_all": config.decoder_input == "copy",  # it reads no target token
+            "gold_input": bool(config.glancing_ratio),  # the model masks it (GLAT)
         }
 
     def build_model(self, config):
@@ -71,17 +72,19 @@ class NATTask(TranslationTask):
         return nat_source_positions(model)
 
     def compile_model(self, model, config, jit_compile=False):
-        """The masked tokens' mean cross entropy plus the weighted length cross entropy; for a
-        CTC decoder, the CTC loss per target token."""
+        """The masked tokens' mean cross entropy plus the weighted length cross entropy (with
+        glancing, the tokens not revealed); for a CTC decoder, the CTC loss per target token."""
         if config.decoder == "ctc":
             model.compile(optimizer=make_optimizer(config), loss={"tokens": CTCLoss(MASK_ID)},
                           jit_compile=jit_compile)  # fmt: skip
             return model
+        # Glancing training labels every position; the logits' mask says which count.
+        mean_over = "tokens" if config.glancing_ratio else "labels"
         model.compile(
             optimizer=make_optimizer(config),
             loss={
                 "tokens": MaskedSparseCrossEntropy(
-                    label_smoothing=config.label_smoothing, mean_over="labels"
+                    label_smoothing=config.label_smoothing, mean_over=mean_over
                 ),
                 "length": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
             },

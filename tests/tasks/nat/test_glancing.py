@@ -1,0 +1,82 @@
+"""Glancing training of the NAT through the one train(): the model masks its gold input,
+reveals gold tokens in training only, counts the loss on the rest, and decodes as a CMLM."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from keras.src.backend import get_keras_mask
+
+from zoo.data import load_multi30k
+from zoo.models.nat import MASK_ID, get_config, nat_modes
+from zoo.tasks import get_task, load, translate
+from zoo.training import train
+from zoo.training.losses import MaskedSparseCrossEntropy
+
+TASK = get_task("nat")
+SIZES = {"vocab_size": 400, "max_length": 48}
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    keras.utils.set_random_seed(3)
+    config = TASK.get_config("tiny", **SIZES, glancing_ratio=0.5, glancing_ratio_end=0.3,
+                             glancing_anneal_steps=20, epochs=2, batch_tokens=1024)  # fmt: skip
+    workdir = str(tmp_path_factory.mktemp("glat"))
+    model, history, tokenizer = train(
+        TASK, config, workdir, train_data=load_multi30k("train")[:600],
+        validation_data=load_multi30k("val")[:16], bleu_sample_size=8, verbose=0,
+    )  # fmt: skip
+    return model, history, tokenizer, workdir, config
+
+
+def test_it_trains_anneals_and_decodes_as_a_cmlm(trained):
+    model, history, tokenizer, workdir, _ = trained
+    losses = history.history["tokens_loss"]
+    assert losses[1] < losses[0] and "val_bleu" in history.history
+    glance = model.get_layer("glancing")
+    assert float(glance.step.numpy()) >= 20
+    assert float(glance.current_ratio()) == pytest.approx(0.3)
+    assert nat_modes(model).refines and nat_modes(model).predicts_length
+    sentences = ["A dog runs.", "Two men are talking."]
+    expected = translate(model, tokenizer, sentences, iterations=4, length_beam=3)
+    reloaded = load(workdir)  # the saved model decodes the same
+    assert translate(reloaded.model, reloaded.vocabulary, sentences, iterations=4,
+                     length_beam=3) == expected  # fmt: skip
+
+
+def test_the_data_give_the_gold_target_and_every_label(trained):
+    _, _, tokenizer, _, config = trained
+    batch = next(iter(TASK.dataset(config, tokenizer, load_multi30k("val")[:8], training=True)))
+    features, labels = batch
+    np.testing.assert_array_equal(features["target_in"], labels["tokens"])
+    assert (features["target_in"].numpy() != MASK_ID).all()
+
+
+def test_the_loss_counts_the_positions_not_revealed(trained):
+    model, _, tokenizer, _, config = trained
+    features, labels = next(iter(TASK.dataset(config, tokenizer, load_multi30k("val")[:8], True)))
+    logits = model(features, training=True)["tokens"]
+    positions = np.asarray(get_keras_mask(logits))
+    real = features["target_in"].numpy() > 0
+    assert not positions[~real].any() and positions.sum() < real.sum()  # some were revealed
+    loss = MaskedSparseCrossEntropy(label_smoothing=config.label_smoothing)
+    log_p = tf.nn.log_softmax(logits).numpy()
+    gold = labels["tokens"].numpy()
+    nll = -np.take_along_axis(log_p, gold[..., None], -1)[..., 0]
+    smooth = -log_p.mean(-1)
+    e = config.label_smoothing
+    np.testing.assert_allclose(float(loss(gold, logits)),
+                               ((1 - e) * nll + e * smooth)[positions].mean(), rtol=1e-4)  # fmt: skip
+    # At inference the model reads an all-masked target: nothing is revealed.
+    logits = model(features, training=False)["tokens"]
+    np.testing.assert_array_equal(np.asarray(get_keras_mask(logits)), real)
+
+
+def test_glancing_needs_mask_tokens_in_a_cmlm():
+    with pytest.raises(ValueError, match="Glancing training reveals gold tokens"):
+        get_config("tiny", glancing_ratio=0.5, decoder_input="copy")
+    with pytest.raises(ValueError, match="Glancing training reveals gold tokens"):
+        get_config("tiny", glancing_ratio=0.5, decoder="ctc")
+    with pytest.raises(ValueError, match="glancing_ratio_end must be in"):
+        get_config("tiny", glancing_ratio=0.5, glancing_ratio_end=1.5)

@@ -1,0 +1,163 @@
+"""Glancing training (GLAT): the second decoder pass sees as many gold tokens as the first pass
+got wrong, times a ratio, so that a non-autoregressive decoder learns from easy to hard."""
+
+import keras
+from keras import ops
+
+__all__ = ["AllMasked", "GlancingSampler", "LossMask"]
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class AllMasked(keras.layers.Layer):
+    """``mask_id`` at every real position of ``(B, T)`` ids, 0 at padding: the decoder input of
+    a one-pass NAT, whose first pass glancing training runs.
+
+    Example:
+        >>> ops.convert_to_numpy(AllMasked(1)(ops.convert_to_tensor([[7, 8, 0]]))).tolist()
+        [[1, 1, 0]]
+    """
+
+    def __init__(self, mask_id, **kwargs):
+        super().__init__(**kwargs)
+        self.mask_id = mask_id
+
+    def call(self, ids):
+        ids = ops.cast(ids, "int32")
+        return ops.where(ops.not_equal(ids, 0), self.mask_id, 0)
+
+    def compute_mask(self, ids, mask=None):
+        return None
+
+    def get_config(self):
+        return {**super().get_config(), "mask_id": self.mask_id}
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class GlancingSampler(keras.layers.Layer):
+    """The glancing sampler of GLAT: reveal ``round(ratio * errors)`` gold tokens.
+
+    In training, the first pass (over :class:`AllMasked` input, its logits given here, no
+    gradient through them) predicts every position; its errors against the gold target are
+    counted per sentence (the Hamming distance), and that many times the ratio of the real
+    positions, chosen uniformly at random, get their gold token in the second pass's input;
+    the others stay masked. The loss is then on the positions not revealed (:class:`LossMask`).
+    The ratio goes linearly from ``ratio`` to ``final_ratio`` over ``anneal_steps`` training
+    steps (GLAT: 0.5 to 0.3), counted in a saved weight as :class:`ScheduledSampling` counts
+    them, so a resumed run goes on with the schedule. Outside training nothing is revealed:
+    the second pass reads the first pass's input, and the loss is the one pass's.
+
+    Args:
+        ratio: the glancing ratio at the first step (``> 0``).
+        final_ratio: the ratio after ``anneal_steps`` (None: ``ratio`` throughout).
+        anneal_steps: the steps of the linear anneal.
+        mask_id: the mask token.
+        seed: the seed of the positions drawn.
+
+    Call arguments:
+        target: ``(B, T)`` gold ids, 0 at padding.
+        logits: ``(B, T, V)`` the first pass's logits.
+        training: reveal (and count a step) only when True.
+
+    Returns:
+        ``(decoder_input, loss_positions)``: ``(B, T)`` int32 ids (gold where revealed,
+        ``mask_id`` elsewhere, 0 at padding) and ``(B, T)`` booleans, True at the real positions
+        not revealed.
+
+    Example:
+        >>> glance = GlancingSampler(ratio=1.0)
+        >>> target = ops.convert_to_tensor([[5, 6, 7, 0]])
+        >>> logits = ops.one_hot(ops.convert_to_tensor([[5, 9, 9, 9]]), 10)  # two errors
+        >>> ids, positions = glance(target, logits, training=True)
+        >>> int(ops.sum(ops.cast(ops.equal(ids, target) & (target > 0), "int32")))  # revealed
+        2
+
+    References:
+        Qian et al. 2021, "Glancing Transformer for Non-Autoregressive Neural Machine
+        Translation".
+    """
+
+    def __init__(self, ratio=0.5, final_ratio=None, anneal_steps=4000, mask_id=1, seed=None,
+                 **kwargs):  # fmt: skip
+        super().__init__(**kwargs)
+        for name, value in (("ratio", ratio), ("final_ratio", final_ratio)):
+            if value is not None and not (isinstance(value, (int, float)) and 0 < value <= 1):
+                raise ValueError(f"{name} must be in (0, 1], got {value!r}.")
+        if not isinstance(anneal_steps, int) or anneal_steps < 1:
+            raise ValueError(f"anneal_steps must be a positive int, got {anneal_steps!r}.")
+        self.ratio = ratio
+        self.final_ratio = final_ratio
+        self.anneal_steps = anneal_steps
+        self.mask_id = mask_id
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+
+    def build(self, target_shape, logits_shape=None):
+        self.step = self.add_weight(
+            shape=(), initializer="zeros", dtype="float32", trainable=False, autocast=False,
+            aggregation="only_first_replica", name="step",
+        )  # fmt: skip
+        self.built = True
+
+    def current_ratio(self):
+        """The glancing ratio at the current step (the first, before the layer is built)."""
+        if self.final_ratio is None:
+            return ops.convert_to_tensor(self.ratio, "float32")
+        step = ops.convert_to_tensor(self.step) if self.built else 0.0
+        done = ops.minimum(step / self.anneal_steps, 1.0)
+        return self.ratio + (self.final_ratio - self.ratio) * done
+
+    def call(self, target, logits, training=None):
+        target = ops.cast(target, "int32")
+        real = ops.not_equal(target, 0)  # (B, T)
+        masked = ops.where(real, self.mask_id, 0)
+        if not training:
+            return masked, real
+        predicted = ops.cast(ops.argmax(ops.stop_gradient(logits), axis=-1), "int32")
+        errors = ops.sum(ops.cast(real & ops.not_equal(predicted, target), "float32"), axis=1)
+        count = ops.cast(ops.round(errors * self.current_ratio()), "int32")  # (B,)
+        # A random order of the real positions (padding last): the first `count` are revealed.
+        draw = keras.random.uniform(ops.shape(target), seed=self.seed_generator)
+        rank = ops.argsort(ops.argsort(ops.where(real, draw, 2.0), axis=1), axis=1)
+        revealed = real & (rank < count[:, None])
+        self.step.assign_add(1.0)
+        return ops.where(revealed, target, masked), real & ~revealed
+
+    def compute_output_spec(self, target, logits, training=None):
+        spec = keras.KerasTensor(target.shape, "int32")
+        return spec, keras.KerasTensor(target.shape, "bool")
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "ratio": self.ratio,
+            "final_ratio": self.final_ratio,
+            "anneal_steps": self.anneal_steps,
+            "mask_id": self.mask_id,
+            "seed": self.seed,
+        }
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class LossMask(keras.layers.Layer):
+    """The logits as they are, with ``positions`` as their Keras mask: a masked loss (Keras
+    weighs each position by the mask and averages over the True ones) then counts only those.
+
+    Call arguments:
+        inputs: ``[logits, positions]``: ``(B, T, V)`` and ``(B, T)`` booleans, True where the
+            loss counts (one list, since Keras hands a mask computation the first argument
+            alone).
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True
+
+    def call(self, inputs):
+        logits, _ = inputs
+        return ops.multiply(logits, 1)  # a new tensor: the input's own mask stays the input's
+
+    def compute_mask(self, inputs, previous_mask=None):
+        return ops.cast(inputs[1], "bool")
+
+    def compute_output_shape(self, input_shape):
+        return input_shape[0]
