@@ -262,7 +262,7 @@ def test_the_tables_of_the_command_line_match_the_tasks():
     from zoo.data import MULTI30K_SPLITS, UD_ENGLISH_EWT_SPLITS
     from zoo.layers.attention.scaled_dot_product import SCORE_FUNCTIONS
     from zoo.layers.scheduled_sampling import SCHEDULES
-    from zoo.models.nat import DECODER_INPUTS, LENGTH_MODES
+    from zoo.models.nat import DECODER_INPUTS, DECODERS, LENGTH_MODES
     from zoo.tasks import TASKS
     from zoo.training import STRATEGIES
 
@@ -277,6 +277,7 @@ def test_the_tables_of_the_command_line_match_the_tasks():
     assert choices == {
         "--decoder-input": DECODER_INPUTS,
         "--length-mode": LENGTH_MODES,
+        "--decoder": DECODERS,
         "--cross-attention-score": SCORE_FUNCTIONS,
     }
     assert zoo_cli.CROSS_ATTENTION_SCORE[1]["choices"] == SCORE_FUNCTIONS
