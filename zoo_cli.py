@@ -173,7 +173,7 @@ TRANSLATE_HELP = "translate sentences (arguments, or stdin one per line)"
 TASKS = {
     "translator": {
         "help": "the autoregressive En->De translator (Multi30k)",
-        "presets": ("tiny", "demo", "small", "base"),
+        "presets": ("tiny", "demo", "small", "deep_shallow", "base"),
         "splits": ("train", "val", "test2016"),
         "predict": "translate",
         "predict_help": TRANSLATE_HELP,

@@ -14,9 +14,12 @@ IDS = {
 
 
 def test_presets_are_derived_and_overridable():
-    assert set(TRANSLATOR_PRESETS) == {"tiny", "demo", "small", "base"}
+    assert set(TRANSLATOR_PRESETS) == {"tiny", "demo", "small", "deep_shallow", "base"}
     small = translator_config("small")
     assert (small.encoder_layers, small.d_model, small.ff_dim, small.num_heads) == (4, 128, 256, 4)
+    fast = translator_config("deep_shallow")  # small's width, a deep encoder, one decoder block
+    assert dataclasses.replace(fast, encoder_layers=4, decoder_layers=4) == small
+    assert (fast.encoder_layers, fast.decoder_layers) == (7, 1)
     assert translator_config("small", epochs=3).epochs == 3
     with pytest.raises(dataclasses.FrozenInstanceError):
         small.d_model = 7

@@ -202,6 +202,11 @@ PRESETS["demo"] = replace(
     # Fewer buckets, fewer XLA compiles in the first epoch of a 6-minute run.
     bucket_width=16,
 )
+# A deep encoder and a one-block decoder at `small`'s width: the fast autoregressive rival of the
+# NAT (Kasai et al. 2021, "Deep Encoder, Shallow Decoder": 12+1 kept the BLEU of 6+6 and decoded
+# 2.5 times faster at batch 1). The decoder's steps are what a search pays for, the encoder runs
+# once per sentence.
+PRESETS["deep_shallow"] = replace(PRESETS["small"], encoder_layers=7, decoder_layers=1)
 PRESETS["base"] = replace(
     PRESETS["small"],
     d_model=512,

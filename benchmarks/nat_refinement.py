@@ -1,0 +1,73 @@
+"""Does Mask-Predict's refinement help the NAT? Validation BLEU by iterations, length beam and
+early stopping, and at the gold lengths (which isolates the choice among length candidates).
+
+Only the validation split: the settings are chosen on it. BLEU is sacreBLEU 13a, lowercased.
+
+    python benchmarks/nat_refinement.py [--nat saved_models/nat-en-de] [--quick]
+"""
+
+import argparse
+import os
+
+from zoo_cli import quiet_native_logs
+
+quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
+
+from common import append_results, machine_description, markdown_table  # noqa: E402
+from nat_vs_at import length_report  # noqa: E402
+
+from zoo.data import load_multi30k  # noqa: E402
+from zoo.evaluation import corpus_bleu  # noqa: E402
+from zoo.tasks import load, translate  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ITERATIONS = (1, 2, 4, 10)
+LENGTH_BEAMS = (1, 3, 5)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nat", default=os.path.join(ROOT, "saved_models", "nat-en-de"))
+    parser.add_argument("--quick", action="store_true", help="smoke run: 32 sentences")
+    parser.add_argument("--no-record", action="store_true", help="do not write to RESULTS.md")
+    args = parser.parse_args()
+    print(machine_description())
+    pairs = load_multi30k("val")[: 32 if args.quick else None]
+    sources, references = [s for s, _ in pairs], [t for _, t in pairs]
+    _, model, vocabulary = load(args.nat, "nat")
+
+    def bleu(**settings):
+        hypotheses = translate(model, vocabulary, sources, method="mask_predict", **settings)
+        return corpus_bleu(hypotheses, references)["bleu_lowercase"]
+
+    rows = []
+    for length_beam in LENGTH_BEAMS:
+        row = [f"l={length_beam}, early stop"]
+        row += [f"{bleu(iterations=t, length_beam=length_beam):.2f}" for t in ITERATIONS]
+        rows.append(row)
+        print(" | ".join(row), flush=True)
+    row = ["l=3, no early stop"]
+    row += [f"{bleu(iterations=t, length_beam=3, early_stopping=False):.2f}" for t in ITERATIONS]
+    rows.append(row)
+    print(" | ".join(row), flush=True)
+    report = length_report(model, vocabulary, pairs, iterations=ITERATIONS)
+    rows.append(["gold length"] + [f"{report['bleu_gold'][t]['bleu_lowercase']:.2f}"
+                                   for t in ITERATIONS])  # fmt: skip
+    print(" | ".join(rows[-1]))
+    header = ["val BLEU (lowercased)"] + [f"T={t}" for t in ITERATIONS]
+    table = markdown_table(header, rows)
+    notes = [
+        f"{len(pairs)} val sentences, {args.nat}, batch 64 through zoo.tasks.translate(); "
+        f"length predictor: exact {100 * report['exact']:.1f} %, within 1 "
+        f"{100 * report['within_1']:.1f} %, gold in the top 3 {100 * report['in_top_3']:.1f} %.",
+    ]
+    print("\n".join(table))
+    for note in notes:
+        print(note)
+    if not (args.no_record or args.quick):
+        append_results("NAT refinement on val", "python benchmarks/nat_refinement.py", table,
+                       notes)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
