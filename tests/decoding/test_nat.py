@@ -69,7 +69,7 @@ def log_softmax_without_pad(logits):
     return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
 
 
-def reference_mask_predict(decode, length, iterations, early_stopping=True):
+def reference_mask_predict(decode, length, iterations, early_stopping=False):
     """Mask-Predict for one sentence, straight from the paper, with Python loops.
 
     Returns its tokens ``(L,)``, their log-probabilities ``(L,)`` and its decoder runs.
@@ -172,7 +172,7 @@ def test_refinement_changes_the_one_pass_result():
     not always stop right after the first refinement."""
     decode = FakeDecoder(seed=4)
     one_pass = numpy(mask_predict(decode, LENGTHS, 1, L)[0])
-    refined, _, runs = mask_predict(decode, LENGTHS, 4, L)
+    refined, _, runs = mask_predict(decode, LENGTHS, 4, L, early_stopping=True)
     assert np.any(numpy(refined) != one_pass)
     assert int(runs) > 2
 
@@ -203,7 +203,7 @@ def test_early_stopping_with_an_input_blind_decoder():
         return ops.zeros(ops.shape(target_in) + (VOCAB,)) + logits
 
     stopping = counting(blind)
-    tokens, log_p, runs = mask_predict(stopping, LENGTHS, 10, L)
+    tokens, log_p, runs = mask_predict(stopping, LENGTHS, 10, L, early_stopping=True)
     assert stopping.calls == 2 and int(runs) == 2
     full = counting(blind)
     all_tokens, all_log_p, all_runs = mask_predict(full, LENGTHS, 10, L, early_stopping=False)
@@ -229,14 +229,14 @@ def test_equal_probabilities_remask_the_lower_positions_first():
         np.testing.assert_array_equal(seen[1][row], expected)
 
 
-def _reference_nat_search(decoder, memory, lengths, iterations):
+def _reference_nat_search(decoder, memory, lengths, iterations, early_stopping=False):
     """For each sentence: every candidate from the reference Mask-Predict, then the best."""
     out_ids, out_scores, out_best = [], [], []
     for b, candidates in enumerate(lengths):
         ids, scores = [], []
         for length in candidates:
             decode = functools.partial(decoder.reference, memory_row=memory[b])
-            tokens, log_p, _ = reference_mask_predict(decode, length, iterations)
+            tokens, log_p, _ = reference_mask_predict(decode, length, iterations, early_stopping)
             ids.append(reference_cut(tokens))
             scores.append(log_p.sum() / length)
         best = int(np.argmax(scores))
@@ -262,11 +262,11 @@ def test_nat_search_equals_the_reference():
     length_logits = rng.normal(size=(3, 2 * max_offset + 1)).astype("float32")
     sources = np.array([1, 4, 7], "int32")
     decoder = FakeDecoder(8, memory=tile_for_beams(memory, beam))
-    ids, scores = nat_search(
-        decoder, length_logits, sources, max_length=L, iterations=3, length_beam=beam
-    )
+    # With early stopping (the search's option), the case this seed was chosen for.
+    ids, scores = nat_search(decoder, length_logits, sources, max_length=L, iterations=3,
+                             length_beam=beam, early_stopping=True)  # fmt: skip
     lengths = reference_length_candidates(length_logits, sources, beam, max_offset)
-    ref_ids, ref_scores, ref_best = _reference_nat_search(decoder, memory, lengths, 3)
+    ref_ids, ref_scores, ref_best = _reference_nat_search(decoder, memory, lengths, 3, True)
     np.testing.assert_array_equal(numpy(ids), ref_ids)
     np.testing.assert_allclose(numpy(scores), ref_scores, atol=1e-5)
     cut = [row for row in ref_ids if EOS_ID in row and np.flatnonzero(row == EOS_ID)[0] < 7]
