@@ -11,7 +11,7 @@ one run (the median of several rounds after a warm-up round; one round tags ever
 - Python: :func:`zoo.tasks.tagging.search.tag_sentences` on the Keras model of ``<model-dir>/model.keras``
   with ``batch_size=64``, one call per batch of the same 64 sentences (``str.split()``):
   encoding with :class:`zoo.data.TaggerVocabulary` in Python, the model called eagerly, the
-  Viterbi decoding of :func:`zoo.decoding.predict_tags`.
+  Viterbi decoding of :func:`zoo.tasks.tagging.search.predict_tags`.
 
 Both read the same words and give one tag per word; the benchmark checks that the tags are
 the same, and the figure is the ratio of the throughputs, in tokens (words) tagged per second.
