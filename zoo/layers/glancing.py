@@ -4,6 +4,8 @@ got wrong, times a ratio, so that a non-autoregressive decoder learns from easy 
 import keras
 from keras import ops
 
+from zoo.layers.scheduled_sampling import add_step_counter
+
 __all__ = ["AllMasked", "GlancingSampler", "LossMask"]
 
 
@@ -92,10 +94,7 @@ class GlancingSampler(keras.layers.Layer):
         self.seed_generator = keras.random.SeedGenerator(seed)
 
     def build(self, target_shape, logits_shape=None):
-        self.step = self.add_weight(
-            shape=(), initializer="zeros", dtype="float32", trainable=False, autocast=False,
-            aggregation="only_first_replica", name="step",
-        )  # fmt: skip
+        self.step = add_step_counter(self)
         self.built = True
 
     def current_ratio(self):

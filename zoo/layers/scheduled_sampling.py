@@ -13,6 +13,21 @@ DEFAULT_K = {"linear": 1.0, "exponential": 0.9999, "inverse_sigmoid": 1000.0}
 _ARGUMENTS = {"schedule": "schedule", "k": "k", "c": "c", "minimum": "minimum"}
 
 
+def add_step_counter(layer):
+    """A layer's count of its training steps: a saved, non-trainable float32 weight ``step``.
+
+    Never autocast, so that a schedule reads it exactly under ``mixed_bfloat16``; float32 is
+    exact to 2**24 steps, and averaging checkpoints (``zoo average``) keeps it a number. Under
+    ``tf.distribute`` every replica adds 1 per step; ``aggregation="only_first_replica"`` (as
+    the optimizer's ``iterations``) writes the first replica's update to every copy, so it
+    counts steps, not replicas.
+    """
+    return layer.add_weight(
+        shape=(), initializer="zeros", dtype="float32", trainable=False, autocast=False,
+        aggregation="only_first_replica", name="step",
+    )  # fmt: skip
+
+
 def check_schedule(schedule, k=None, c=1e-4, minimum=0.0, names=None):
     """Refuse a schedule that is not one of :data:`SCHEDULES`, or parameters it cannot take.
 
@@ -135,11 +150,7 @@ class ScheduledSampling(keras.layers.Layer):
         self.seed_generator = keras.random.SeedGenerator(seed)
 
     def build(self, target_in_shape, logits_shape=None):
-        # float32: exact to 2**24 steps, and averaging checkpoints (zoo average) keeps it a number.
-        self.step = self.add_weight(
-            shape=(), initializer="zeros", dtype="float32", trainable=False, autocast=False,
-            aggregation="only_first_replica", name="step",
-        )  # fmt: skip
+        self.step = add_step_counter(self)
         self.built = True
 
     def gold_probability(self):
