@@ -1,5 +1,5 @@
-"""Glancing training's layers on a hand-worked example: what is revealed, where the loss
-counts, the anneal, and nothing at inference."""
+"""Glancing training's layers on hand-worked examples: what is revealed (for a CTC decoder, the
+tokens of the best alignment), where the loss counts, the anneal, and nothing at inference."""
 
 import keras
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 from keras import ops
 
 from tests.harness import run_layer_test
-from zoo.layers import AllMasked, GlancingSampler, LossMask
+from zoo.layers import AllMasked, CTCBlankPadding, CTCGlancingSampler, GlancingSampler, LossMask
 from zoo.training.losses import MaskedSparseCrossEntropy
 
 MASK = 1
@@ -75,3 +75,39 @@ def test_the_layers_pass_the_harness():
     with pytest.raises(ValueError, match="ratio must be in"):
         GlancingSampler(0.0)
     assert ops.convert_to_numpy(AllMasked(MASK)(TARGET)).tolist()[1] == [1, 1, 0, 0, 0]
+
+
+# ---------------------------------------------------------------- glancing for CTC
+# Two sentences upsampled to 6 positions (the second has 4 real ones). The first pass prefers
+# token 9 everywhere; under it, the best alignment of 7 8 is 7 _ 8 _ _ _ and of 6 6 is 6 _ 6 _.
+IDS = np.array([[5, 5, 6, 6, 4, 4], [3, 3, 2, 2, 0, 0]], "int32")
+GOLD = np.array([[7, 8], [6, 6]], "int32")
+PATH = np.array([[7, 1, 8, 1, 1, 1], [6, 1, 6, 1, 1, 1]])
+CTC_FIRST = (5 * np.eye(10)[[[9] * 6] * 2] + 2 * np.eye(10)[PATH]).astype("float32")
+
+
+@pytest.mark.parametrize("ratio, count", [(1.0, 6), (0.5, 3)])
+def test_ctc_glancing_reveals_the_aligned_gold_at_the_ratio_of_the_errors(ratio, count):
+    keras.utils.set_random_seed(0)
+    first = np.asarray(CTCBlankPadding(MASK)(CTC_FIRST, IDS))  # padding: the blank, right
+    glance = CTCGlancingSampler(ratio, mask_id=MASK)
+    ids = np.asarray(glance(IDS, GOLD, first, training=True))
+    changed = ids != IDS
+    # Sentence 0: all 6 positions wrong; sentence 1: its 4 real ones (round half to even).
+    assert changed[0].sum() == count and changed[1].sum() == round(4 * ratio)
+    np.testing.assert_array_equal(ids[changed], PATH[changed])  # the aligned token or blank
+    assert (ids[IDS == 0] == 0).all() and float(glance.step.numpy()) == 1.0
+    np.testing.assert_array_equal(glance(IDS, GOLD, first, training=False), IDS)
+
+
+def test_ctc_glancing_reveals_nothing_where_no_alignment_fits():
+    gold = np.array([[7, 7, 7, 7], [6, 6, 0, 0]], "int32")  # 7 positions needed; 3 fit in 4
+    ids = np.asarray(CTCGlancingSampler(1.0, mask_id=MASK)(IDS, gold, CTC_FIRST, training=True))
+    np.testing.assert_array_equal(ids[0], IDS[0])
+    assert (ids[1] != IDS[1]).sum() == 4
+
+
+def test_ctc_glancing_passes_the_harness():
+    run_layer_test(CTCGlancingSampler, {"ratio": 0.5, "mask_id": MASK},
+                   {"ids": IDS, "target": GOLD, "logits": CTC_FIRST}, expected_output_shape=(2, 6),
+                   run_training=False, run_mixed_precision=False)  # fmt: skip

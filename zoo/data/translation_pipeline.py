@@ -135,7 +135,8 @@ def make_translation_dataset(
         max_source_length: the most source tokens kept (default ``max_length``); a CTC
             decoder's upsampled source must fit its positions.
         gold_input: ``"cmlm"`` with nothing masked: ``target_in`` is the target and every
-            position a label (glancing training masks it inside the model).
+            position a label (glancing training masks it inside the model); ``"ctc"``: the
+            features add ``target_in``, the target (what glancing aligns and reveals).
         batch_multiple: batch sizes are multiples of this (see :func:`bucket_spec`).
 
     Returns:
@@ -211,7 +212,10 @@ def make_translation_dataset(
         return features, {"tokens": labels, "length": offset + max_offset}
 
     def ctc(src, tgt):  # (S,), (T,) ids -> features, labels
-        return {"source": src[:source_limit]}, {"tokens": tgt[:max_length]}
+        features = {"source": src[:source_limit]}
+        if gold_input:
+            features["target_in"] = tgt[:max_length]
+        return features, {"tokens": tgt[:max_length]}
 
     def length(features, labels):
         target = labels["tokens"] if objective == "ctc" else features["target_in"]
@@ -224,9 +228,10 @@ def make_translation_dataset(
     if length_mode not in ("predict", "max"):
         raise ValueError(f"Unknown length_mode {length_mode!r}; expected 'predict' or 'max'.")
     cmlm_objective = objective == "cmlm"
-    if not cmlm_objective and (mask_all or gold_input or length_mode != "predict"):
-        raise ValueError("mask_all, gold_input and length_mode='max' are options of "
-                         "objective='cmlm'.")  # fmt: skip
+    if not cmlm_objective and (mask_all or length_mode != "predict"):
+        raise ValueError("mask_all and length_mode='max' are options of objective='cmlm'.")
+    if objective == "teacher_forcing" and gold_input:
+        raise ValueError("gold_input is an option of objective='cmlm' or 'ctc'.")
     ds = ds.batch(_TOKENIZE_CHUNK).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
     ds = ds.map(objectives[objective], num_parallel_calls=tf.data.AUTOTUNE)
     label_shapes = {"tokens": [None], "length": []} if cmlm_objective else [None]
@@ -235,7 +240,8 @@ def make_translation_dataset(
     feature_padding = {"source": PAD_ID, "target_in": PAD_ID}
     if objective == "ctc":
         label_shapes, label_padding = {"tokens": [None]}, {"tokens": PAD_ID}
-        feature_shapes, feature_padding = {"source": [None]}, {"source": PAD_ID}
+        if not gold_input:
+            feature_shapes, feature_padding = {"source": [None]}, {"source": PAD_ID}
     # Bucket i takes lengths in (upper[i-1], upper[i]]; the extra last bucket (> max_length) stays
     # empty, since truncation bounds every length by max_length.
     ds = ds.bucket_by_sequence_length(

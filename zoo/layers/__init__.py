@@ -14,5 +14,10 @@ from zoo.layers.pointer_generator import PointerGenerator
 from zoo.layers.length_predictor import LengthPredictor
 from zoo.layers.scheduled_sampling import ScheduledSampling
 from zoo.layers.uniform_copy import UniformCopy
-from zoo.layers.ctc import CTCBlankPadding, SourceUpsampling
-from zoo.layers.glancing import AllMasked, GlancingSampler, LossMask
+from zoo.layers.ctc import (
+    CTCBlankPadding,
+    SourceUpsampling,
+    ctc_best_alignment,
+    ctc_positions_needed,
+)
+from zoo.layers.glancing import AllMasked, CTCGlancingSampler, GlancingSampler, LossMask

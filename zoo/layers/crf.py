@@ -21,7 +21,7 @@ The chain is scored in float32 whatever the compute dtype.
 import keras
 from keras import ops
 
-from zoo.layers.loops import bounded_loop
+from zoo.layers.loops import bounded_loop, scan_over_time
 from zoo.layers.masking import implicit_mask
 
 __all__ = [
@@ -48,20 +48,6 @@ def _prepare(potentials, mask):
     return potentials, mask, first
 
 
-def _scan_over_time(step, init, *sequences):
-    """``ops.scan`` of ``step(carry, *x_t)`` over axis 1 of each ``(B, T, ...)`` sequence.
-
-    It scans over the time indices and gathers each ``x_t`` inside the step: Keras's TensorFlow
-    scan fails on several sequences of unknown static length (variable-length batches in ``fit``).
-    """
-    time_major = [ops.moveaxis(x, 1, 0) for x in sequences]  # (T, B, ...)
-
-    def body(carry, t):
-        return step(carry, *(ops.take(x, t, axis=0) for x in time_major))
-
-    return ops.scan(body, init, ops.arange(ops.shape(sequences[0])[1], dtype="int32"))
-
-
 def _fold_over_time(step, init, *sequences):
     """The carry after ``step(carry, *x_t)`` at each t of the ``(B, T, ...)`` sequences, in order.
 
@@ -70,7 +56,7 @@ def _fold_over_time(step, init, *sequences):
     JAX cannot differentiate a ``while_loop``, so there it is a ``scan``.
     """
     if keras.backend.backend() != "tensorflow":
-        carry, _ = _scan_over_time(lambda c, *x: (step(c, *x), None), init, *sequences)
+        carry, _ = scan_over_time(lambda c, *x: (step(c, *x), None), init, *sequences)
         return carry
     time_major = [ops.moveaxis(x, 1, 0) for x in sequences]  # (T, B, ...)
     return bounded_loop(
@@ -170,7 +156,7 @@ def crf_decode(potentials, mask=None):
 
     delta0 = ops.zeros_like(potentials[:, 0, 0])  # (B, K)
     init = (delta0, ops.cast(delta0, "int32"))
-    (delta, _), (_, pointers) = _scan_over_time(forward, init, potentials, mask, first)
+    (delta, _), (_, pointers) = scan_over_time(forward, init, potentials, mask, first)
 
     def backward(carry, pointers_t):
         _, tag = carry  # the tag at this position

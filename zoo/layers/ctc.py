@@ -1,10 +1,102 @@
-"""The two layers around a CTC decoder: the source upsampled to the decoder's positions, and
-the blank forced at the positions past a sentence's end."""
+"""The two layers around a CTC decoder (the source upsampled to the decoder's positions, the
+blank forced at the positions past a sentence's end) and the CTC alignment arithmetic that
+training needs: how many positions labels need, and their best alignment (Viterbi)."""
 
 import keras
 from keras import ops
 
-__all__ = ["CTCBlankPadding", "SourceUpsampling"]
+from zoo.layers.loops import scan_over_time
+
+__all__ = ["CTCBlankPadding", "SourceUpsampling", "ctc_best_alignment", "ctc_positions_needed"]
+
+_IMPOSSIBLE = -1e30  # the log-score of a state no path reaches (finite: no inf - inf = nan)
+
+
+def ctc_positions_needed(labels, pad_id=0):
+    """The fewest positions a CTC alignment of each label sequence needs: a position per label
+    and a blank between two equal neighbours.
+
+    Example:
+        >>> ops.convert_to_numpy(ctc_positions_needed([[5, 5, 6, 0], [7, 0, 0, 0]])).tolist()
+        [4, 1]
+    """
+    labels = ops.cast(labels, "int32")
+    real = ops.not_equal(labels, pad_id)
+    repeats = real[:, 1:] & ops.equal(labels[:, 1:], labels[:, :-1])
+    return ops.sum(ops.cast(real, "int32"), axis=1) + ops.sum(ops.cast(repeats, "int32"), axis=1)
+
+
+def ctc_best_alignment(log_probs, labels, blank_id, pad_id=0):
+    """The most probable CTC alignment of each label sequence: what each position emits on it.
+
+    The Viterbi form of the CTC forward recursion (Graves et al. 2006) over the extended labels
+    ``z = (blank, y_1, blank, y_2, ..., y_n, blank)``: ``delta_t(s) = log p_t(z_s) + max(
+    delta_{t-1}(s), delta_{t-1}(s-1), delta_{t-1}(s-2))``, the last only onto a label that
+    differs from ``z_{s-2}``; the best path ends in ``z_{2n}`` or ``z_{2n-1}``, and the
+    backpointers, followed from there, give each position's state. All positions count: pad
+    with a certain blank past a sentence's end (:class:`CTCBlankPadding`) and the path goes
+    through it there. A sentence with no alignment (:func:`ctc_positions_needed` above the
+    width) gets some path through impossible states: check it before using the result.
+
+    Args:
+        log_probs: ``(B, L, V)`` log-probabilities (or logits: the argmax path is the same only
+            for log-probabilities).
+        labels: ``(B, T)`` int ids, ``pad_id`` after each sentence's labels.
+        blank_id: the blank's id.
+        pad_id: the padding label.
+
+    Returns:
+        ``(B, L)`` int32: the label or the blank each position emits on the best path.
+
+    Example:
+        >>> import numpy as np
+        >>> log_probs = np.log(np.full((1, 4, 3), 0.1) + 0.7 * np.eye(3)[[[2, 2, 0, 2]]])
+        >>> ops.convert_to_numpy(ctc_best_alignment(log_probs, [[2, 2]], blank_id=0)).tolist()
+        [[2, 2, 0, 2]]
+    """
+    log_probs = ops.cast(ops.stop_gradient(log_probs), "float32")  # (B, L, V)
+    labels = ops.cast(labels, "int32")  # (B, T)
+    batch, width = ops.shape(labels)[0], ops.shape(labels)[1]
+    count = ops.sum(ops.cast(ops.not_equal(labels, pad_id), "int32"), axis=1)  # (B,)
+    # z: a blank before each label and after the last: (B, 2T + 1).
+    blanks = ops.full((batch, width), blank_id, "int32")
+    extended = ops.reshape(ops.stack([blanks, labels], axis=2), (batch, 2 * width))
+    extended = ops.concatenate([extended, ops.full((batch, 1), blank_id, "int32")], axis=1)
+    states = ops.arange(2 * width + 1, dtype="int32")[None, :]  # (1, S)
+    skip = (extended != blank_id) & (states >= 2)
+    skip = skip & (extended != ops.pad(extended[:, :-2], [[0, 0], [2, 0]], constant_values=-1))
+    positions = ops.shape(log_probs)[1]
+    emissions = ops.take_along_axis(  # (B, L, S): log p_t(z_s)
+        log_probs, ops.broadcast_to(extended[:, None, :], (batch, positions, 2 * width + 1)),
+        axis=2,
+    )  # fmt: skip
+    start = ops.where(states < 2, emissions[:, 0], _IMPOSSIBLE)  # (B, S)
+
+    def forward(carry, emission):  # (B, S), (B, S)
+        delta, _ = carry
+        stay = delta
+        advance = ops.pad(delta[:, :-1], [[0, 0], [1, 0]], constant_values=_IMPOSSIBLE)
+        jump = ops.pad(delta[:, :-2], [[0, 0], [2, 0]], constant_values=_IMPOSSIBLE)
+        jump = ops.where(skip, jump, _IMPOSSIBLE)
+        options = ops.stack([stay, advance, jump], axis=2)  # (B, S, 3)
+        pointer = ops.cast(ops.argmax(options, axis=2), "int32")  # states moved back
+        delta = ops.max(options, axis=2) + emission
+        return (delta, pointer), (delta, pointer)
+
+    # The outputs repeat the carry: Keras's TensorFlow scan wants them shaped as it.
+    init = (start, ops.zeros_like(states) + ops.zeros((batch, 1), "int32"))
+    (delta, _), (_, pointers) = scan_over_time(forward, init, emissions[:, 1:])  # (L-1, B, S)
+    # The path ends on the last label or the blank after it (state 0 for an empty sequence).
+    last = ops.take_along_axis(delta, ops.stack([2 * count, ops.maximum(2 * count - 1, 0)], 1), 1)
+    end = 2 * count - ops.cast(last[:, 1] > last[:, 0], "int32")  # (B,)
+
+    def backward(state, pointer):  # (B,), (B, S)
+        moved = ops.take_along_axis(pointer, state[:, None], axis=1)[:, 0]
+        return state - moved, state
+
+    first, later = ops.scan(backward, end, pointers, reverse=True)  # (B,), (L-1, B)
+    path = ops.concatenate([first[:, None], ops.moveaxis(later, 0, 1)], axis=1)  # (B, L)
+    return ops.take_along_axis(extended, path, axis=1)
 
 
 @keras.saving.register_keras_serializable(package="zoo")

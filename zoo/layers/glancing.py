@@ -4,9 +4,10 @@ got wrong, times a ratio, so that a non-autoregressive decoder learns from easy 
 import keras
 from keras import ops
 
+from zoo.layers.ctc import ctc_best_alignment, ctc_positions_needed
 from zoo.layers.scheduled_sampling import add_step_counter
 
-__all__ = ["AllMasked", "GlancingSampler", "LossMask"]
+__all__ = ["AllMasked", "CTCGlancingSampler", "GlancingSampler", "LossMask"]
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -111,15 +112,21 @@ class GlancingSampler(keras.layers.Layer):
         masked = ops.where(real, self.mask_id, 0)
         if not training:
             return masked, real
+        revealed = self.reveal(target, logits, real)
+        return ops.where(revealed, target, masked), real & ~revealed
+
+    def reveal(self, gold, logits, real):
+        """``(B, T)`` booleans: ``round(ratio * errors)`` of the ``real`` positions, drawn at
+        random, where ``errors`` counts the positions whose argmax is not ``gold``. Counts a
+        training step."""
         predicted = ops.cast(ops.argmax(ops.stop_gradient(logits), axis=-1), "int32")
-        errors = ops.sum(ops.cast(real & ops.not_equal(predicted, target), "float32"), axis=1)
+        errors = ops.sum(ops.cast(real & ops.not_equal(predicted, gold), "float32"), axis=1)
         count = ops.cast(ops.round(errors * self.current_ratio()), "int32")  # (B,)
         # A random order of the real positions (padding last): the first `count` are revealed.
-        draw = keras.random.uniform(ops.shape(target), seed=self.seed_generator)
+        draw = keras.random.uniform(ops.shape(gold), seed=self.seed_generator)
         rank = ops.argsort(ops.argsort(ops.where(real, draw, 2.0), axis=1), axis=1)
-        revealed = real & (rank < count[:, None])
         self.step.assign_add(1.0)
-        return ops.where(revealed, target, masked), real & ~revealed
+        return real & (rank < count[:, None])
 
     def compute_output_spec(self, target, logits, training=None):
         spec = keras.KerasTensor(target.shape, "int32")
@@ -134,6 +141,59 @@ class GlancingSampler(keras.layers.Layer):
             "mask_id": self.mask_id,
             "seed": self.seed,
         }
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class CTCGlancingSampler(GlancingSampler):
+    """Glancing for a CTC decoder (Gu & Kong 2021): the gold target has no fixed place among
+    the decoder's positions, so the first pass's best alignment of it
+    (:func:`~zoo.layers.ctc_best_alignment`, no gradient) puts each gold token (or the blank)
+    at a position; the errors are the positions whose argmax differs from it, and the
+    revealed positions read the aligned token (the blank is ``mask_id``) in place of their
+    upsampled source token. The CTC loss then covers every position. A sentence that has no
+    alignment (more labels than positions) gets nothing revealed. Outside training the input
+    is returned unchanged: the second pass is the one pass.
+
+    Args: those of :class:`GlancingSampler`; ``mask_id`` is the blank's id.
+
+    Call arguments:
+        ids: ``(B, L)`` the decoder's input ids (the upsampled source), 0 at padding.
+        target: ``(B, T)`` gold ids, 0 at padding.
+        logits: ``(B, L, V)`` the first pass's logits, the blank certain at padding.
+        training: reveal (and count a step) only when True.
+
+    Returns:
+        ``(B, L)`` int32 ids: aligned gold tokens where revealed, ``ids`` elsewhere.
+
+    Example:
+        >>> glance = CTCGlancingSampler(ratio=1.0, mask_id=1)
+        >>> ids, target = ops.convert_to_tensor([[5, 5, 6, 6]]), ops.convert_to_tensor([[7, 8]])
+        >>> def one_hot(ids):
+        ...     return ops.one_hot(ops.convert_to_tensor(ids), 10)
+        >>> # 9 wins everywhere (4 errors); the best alignment of 7 8 is 7 _ 8 _ (_ = blank 1).
+        >>> logits = 5 * one_hot([[9, 9, 9, 9]]) + 2 * one_hot([[7, 1, 8, 1]])
+        >>> ops.convert_to_numpy(glance(ids, target, logits, training=True)).tolist()
+        [[7, 1, 8, 1]]
+    """
+
+    def call(self, ids, target, logits, training=None):
+        ids = ops.cast(ids, "int32")
+        if not training:
+            return ids
+        target = ops.cast(target, "int32")
+        real = ops.not_equal(ids, 0)  # (B, L)
+        log_probs = ops.log_softmax(ops.cast(ops.stop_gradient(logits), "float32"), axis=-1)
+        aligned = ctc_best_alignment(log_probs, target, blank_id=self.mask_id)  # (B, L)
+        width = ops.sum(ops.cast(real, "int32"), axis=1, keepdims=True)  # (B, 1)
+        feasible = ctc_positions_needed(target)[:, None] <= width
+        revealed = self.reveal(aligned, logits, real & feasible)
+        return ops.where(revealed, aligned, ids)
+
+    def build(self, ids_shape, target_shape=None, logits_shape=None):
+        super().build(ids_shape)
+
+    def compute_output_spec(self, ids, target, logits, training=None):
+        return keras.KerasTensor(ids.shape, "int32")
 
 
 @keras.saving.register_keras_serializable(package="zoo")

@@ -1,4 +1,4 @@
-"""A loop of a count known only when the graph runs, that XLA can compile and differentiate."""
+"""Loops whose count is known only when the graph runs, that TensorFlow, XLA and JAX all run."""
 
 from keras import ops
 
@@ -32,3 +32,17 @@ def bounded_loop(count, body, carry):
     _, carry = ops.while_loop(lambda i, _: i < count, step, (ops.zeros((), "int32"), carry),
                               maximum_iterations=count)  # fmt: skip
     return carry
+
+
+def scan_over_time(step, init, *sequences):
+    """``ops.scan`` of ``step(carry, *x_t)`` over axis 1 of each ``(B, T, ...)`` sequence.
+
+    It scans over the time indices and gathers each ``x_t`` inside the step: Keras's TensorFlow
+    scan fails on several sequences of unknown static length (variable-length batches in ``fit``).
+    """
+    time_major = [ops.moveaxis(x, 1, 0) for x in sequences]  # (T, B, ...)
+
+    def body(carry, t):
+        return step(carry, *(ops.take(x, t, axis=0) for x in time_major))
+
+    return ops.scan(body, init, ops.arange(ops.shape(sequences[0])[1], dtype="int32"))

@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from zoo.layers.ctc import ctc_positions_needed
+
 
 @keras.saving.register_keras_serializable(package="zoo")
 class MaskedSparseCrossEntropy(keras.losses.Loss):
@@ -108,10 +110,7 @@ class CTCLoss(keras.losses.Loss):
         counts = ops.sum(ops.cast(ops.not_equal(y_true, self.pad_id), "int32"), axis=1)  # (B,)
         widths = ops.full((ops.shape(y_pred)[0],), ops.shape(y_pred)[1], "int32")
         nll = ops.ctc_loss(y_true, y_pred, counts, widths, mask_index=self.blank_id)  # (B,)
-        # An alignment needs a position per label and a blank between two equal ones.
-        real = ops.not_equal(y_true, self.pad_id)
-        repeats = real[:, 1:] & ops.equal(y_true[:, 1:], y_true[:, :-1])
-        needed = counts + ops.sum(ops.cast(repeats, "int32"), axis=1)
+        needed = ctc_positions_needed(y_true, self.pad_id)
         nll = ops.where(ops.isfinite(nll) & (needed <= widths), nll, 0.0)
         return nll / ops.cast(ops.maximum(counts, 1), "float32")
 

@@ -1,32 +1,25 @@
 """The NAT's CTC decoder end to end: it trains through the one train(), decodes in one pass (the
 best alignment, collapsed) as the hand-written composition does, and serves the same outputs."""
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.tasks.nat.training import TASK, train_tiny_nat
 from zoo.artifacts import serving_path
 from zoo.data import load_multi30k
 from zoo.decoding.ctc import ctc_greedy
 from zoo.models.nat import MASK_ID, ctc_logits, nat_counts, nat_modes, nat_source_positions
-from zoo.tasks import get_task, translate
-from zoo.training import train
+from zoo.tasks import load, translate
 
 SENTENCES = ["A dog runs.", "Two men are talking in the street.", "", "Red car."]
-TASK = get_task("nat")
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    keras.utils.set_random_seed(7)
-    config = TASK.get_config("tiny", vocab_size=400, max_length=48, decoder="ctc",
-                             ctc_upsample=3, epochs=2, batch_tokens=1024)  # fmt: skip
-    workdir = str(tmp_path_factory.mktemp("ctc"))
-    model, history, tokenizer = train(
-        TASK, config, workdir, train_data=load_multi30k("train")[:600],
-        validation_data=load_multi30k("val")[:16], bleu_sample_size=8, verbose=0,
-    )  # fmt: skip
+    model, history, tokenizer, workdir, _ = train_tiny_nat(
+        tmp_path_factory, "ctc", seed=7, decoder="ctc", ctc_upsample=3
+    )
     return model, history, tokenizer, workdir
 
 
@@ -72,3 +65,32 @@ def test_its_outputs_are_not_all_empty(trained):
     # The comparisons above are between real outputs, not between empty strings.
     model, _, tokenizer, _ = trained
     assert sum(bool(text) for text in translate(model, tokenizer, SENTENCES)) >= 2
+
+
+# ---------------------------------------------------------------- CTC + glancing
+@pytest.fixture(scope="module")
+def glancing(tmp_path_factory):
+    return train_tiny_nat(tmp_path_factory, "ctc-glat", seed=8, sentences=400, decoder="ctc",
+                          ctc_upsample=2, glancing_ratio=0.5, glancing_ratio_end=0.3,
+                          glancing_anneal_steps=10)  # fmt: skip
+
+
+def test_ctc_with_glancing_trains_on_the_gold_target_and_decodes_in_one_pass(glancing):
+    model, history, tokenizer, workdir, config = glancing
+    losses = history.history["loss"]
+    assert losses[1] < losses[0] and np.isfinite(losses).all()
+    assert set(model.input) == {"source", "target_in"}
+    glance = model.get_layer("glancing")
+    assert float(glance.step.numpy()) >= 10 and float(glance.current_ratio()) == pytest.approx(0.3)
+    features, labels = next(iter(TASK.dataset(config, tokenizer, load_multi30k("val")[:8], True)))
+    np.testing.assert_array_equal(features["target_in"], labels["tokens"])
+    # Outside training the gold target changes nothing: the model is the one pass.
+    whole = model(features, training=False)["tokens"]
+    np.testing.assert_allclose(ctc_logits(model, features["source"]), whole, atol=1e-5)
+    # In training some positions read aligned gold tokens: the logits differ.
+    assert not np.allclose(model(features, training=True)["tokens"], whole, atol=1e-3)
+    expected = translate(model, tokenizer, SENTENCES)
+    assert translate(load(workdir).model, tokenizer, SENTENCES) == expected
+    served = tf.saved_model.load(serving_path(TASK.export(model, tokenizer, workdir + "/out")))
+    outputs = served.signatures["serving_default"](inputs=tf.constant(SENTENCES))
+    assert [text.decode() for text in outputs["translations"].numpy()] == expected

@@ -6,6 +6,7 @@ import keras
 from zoo.layers import (
     AllMasked,
     CTCBlankPadding,
+    CTCGlancingSampler,
     GlancingSampler,
     LengthPredictor,
     LossMask,
@@ -28,7 +29,8 @@ def build_nat_translator(config):
     model has ``ctc_upsampling`` and ``ctc_output`` instead of the length predictor, and maps
     ``{"source"}`` alone to ``{"tokens": (B, k S, V) logits}``. With ``glancing_ratio`` the
     model's ``target_in`` is the gold target (the model masks it; ``glancing``), and the
-    token logits carry the positions of the loss as their Keras mask.
+    token logits carry the positions of the loss as their Keras mask; a CTC model with
+    ``glancing_ratio`` reads the gold target as ``target_in`` too (to align and reveal it).
 
     Args:
         config: a :class:`NATConfig`.
@@ -52,12 +54,9 @@ def build_nat_translator(config):
     source = keras.Input((None,), dtype="int32", name="source")
     layers = NewLayers(config)
     memory = encoder_stack(layers, source)  # (B, S, D), carries the padding mask
-    if config.decoder == "ctc":
-        ids = SourceUpsampling(config.ctc_upsample, name=CTC_LAYER)(source)  # (B, kS)
-        logits, _, _ = decoder_stack(layers, ids, memory, use_causal_mask=False)
-        logits = CTCBlankPadding(MASK_ID, name=CTC_OUTPUT)(logits, ids)  # (B, kS, V)
-        return keras.Model({"source": source}, {"tokens": logits}, name="nat")
     target_in = keras.Input((None,), dtype="int32", name="target_in")
+    if config.decoder == "ctc":
+        return _ctc_model(config, layers, source, memory, target_in)
     length = LengthPredictor(
         config.max_offset, length_mode=config.length_mode, name="length_predictor"
     )(memory)  # (B, 2K + 1)
@@ -66,11 +65,7 @@ def build_nat_translator(config):
         # Two passes in training: target_in is the gold target, masked here (GLAT).
         first_input = AllMasked(MASK_ID, name="glancing_first_input")(target_in)
         first = nat_decoder_stack(layers, copy, first_input, memory, source)  # (B, T, V)
-        glance = GlancingSampler(
-            config.glancing_ratio, config.glancing_ratio_end, config.glancing_anneal_steps,
-            mask_id=MASK_ID, name="glancing",
-        )  # fmt: skip
-        second_input, positions = glance(target_in, first)
+        second_input, positions = _glancing(config, GlancingSampler)(target_in, first)
         logits = nat_decoder_stack(layers, copy, second_input, memory, source)
         logits = LossMask(name="glancing_loss_positions")([logits, positions])
     else:
@@ -80,6 +75,28 @@ def build_nat_translator(config):
         {"tokens": logits, "length": length},
         name="nat",
     )
+
+
+def _ctc_model(config, layers, source, memory, target):
+    """``{"source"}`` (and with glancing the gold ``target_in``) -> ``{"tokens": (B, kS, V)}``."""
+    ids = SourceUpsampling(config.ctc_upsample, name=CTC_LAYER)(source)  # (B, kS)
+    blank_padding = CTCBlankPadding(MASK_ID, name=CTC_OUTPUT)
+    inputs = {"source": source}
+    if config.glancing_ratio:  # a first pass, aligned to the gold target, shows some of it
+        first, _, _ = decoder_stack(layers, ids, memory, use_causal_mask=False)
+        first = blank_padding(first, ids)
+        ids = _glancing(config, CTCGlancingSampler)(ids, target, first)
+        inputs["target_in"] = target
+    logits, _, _ = decoder_stack(layers, ids, memory, use_causal_mask=False)
+    logits = blank_padding(logits, ids)  # (B, kS, V)
+    return keras.Model(inputs, {"tokens": logits}, name="nat")
+
+
+def _glancing(config, sampler):
+    return sampler(
+        config.glancing_ratio, config.glancing_ratio_end, config.glancing_anneal_steps,
+        mask_id=MASK_ID, name="glancing",
+    )  # fmt: skip
 
 
 def nat_decoder_stack(

@@ -38,8 +38,10 @@ class NATConfig(TranslatorConfig):
             :class:`~zoo.layers.GlancingSampler`) of a CMLM decoder reading mask tokens: in
             training a first pass over an all-masked target (no gradient) counts its errors,
             and that many times this ratio of gold tokens, at random positions, are revealed in
-            the second pass's input, whose loss is on the other positions. Decoding (one pass
-            or Mask-Predict) is unchanged. 0 trains the plain CMLM.
+            the second pass's input, whose loss is on the other positions. With ``"ctc"``
+            (:class:`~zoo.layers.CTCGlancingSampler`) the gold tokens are placed by the first
+            pass's best CTC alignment, and the CTC loss covers every position (Gu & Kong
+            2021). Decoding (one pass or Mask-Predict) is unchanged. 0 trains without.
         glancing_ratio_end: the ratio after ``glancing_anneal_steps`` steps, reached linearly
             (None: ``glancing_ratio`` throughout; GLAT anneals 0.5 to 0.3).
         decoder_input: what the decoder reads. ``"mask"``: the target with mask tokens
@@ -117,11 +119,10 @@ class NATConfig(TranslatorConfig):
                                 ("glancing_ratio_end", self.glancing_ratio_end)):  # fmt: skip
                 if value is not None and not 0 < value <= 1:
                     raise ValueError(f"{name} must be in (0, 1], got {value!r}.")
-            if (self.decoder, self.decoder_input) != ("cmlm", "mask"):
+            if self.decoder_input != "mask":
                 raise ValueError(
-                    "Glancing training reveals gold tokens among mask tokens: it needs "
-                    f"decoder='cmlm' and decoder_input='mask', got {self.decoder!r} and "
-                    f"{self.decoder_input!r}."
+                    "Glancing training reveals gold tokens in the decoder's input tokens: "
+                    f"decoder_input='copy' reads the source's embeddings, got {self.decoder_input!r}."
                 )
         if self.decoder == "ctc" and (self.decoder_input, self.length_mode) != ("mask", "predict"):
             raise ValueError(

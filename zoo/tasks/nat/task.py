@@ -54,7 +54,8 @@ class NATTask(TranslationTask):
         a CTC decoder the targets alone, on sources that fit its upsampling (``"ctc"``)."""
         if config.decoder == "ctc":
             limit = config.max_length // config.ctc_upsample
-            return {"objective": "ctc", "max_source_length": limit}
+            return {"objective": "ctc", "max_source_length": limit,
+                    "gold_input": bool(config.glancing_ratio)}  # fmt: skip
         return {
             "objective": "cmlm",
             "mask_id": MASK_ID,
