@@ -130,6 +130,9 @@ REGULARIZATION = (DROPOUT, ATTENTION_DROPOUT, ACTIVATION_DROPOUT, LEARNING_RATE,
 CROSS_ATTENTION_SCORE = flag("--cross-attention-score",
                              choices=("scaled_dot", "dot", "cosine", "additive"),
                              help="the score function of cross attention (default scaled_dot)")
+CROSS_ATTENTION = flag("--cross-attention", choices=("mha", "location_aware", "monotonic"),
+                       help="the decoder's cross attention: plain, location-aware (it sees "
+                       "where it has attended) or monotonic (it never goes back); default mha")
 
 
 def encoder_layers(text):
@@ -180,7 +183,7 @@ TASKS = {
         "train": (
             EPOCHS, BATCH_TOKENS, ACCUMULATE, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE,
             *REGULARIZATION,
-            CROSS_ATTENTION_SCORE, CROSS_ATTENTION_LAYERS, SCHEDULED_SAMPLING,
+            CROSS_ATTENTION_SCORE, CROSS_ATTENTION, CROSS_ATTENTION_LAYERS, SCHEDULED_SAMPLING,
             SCHEDULED_SAMPLING_K, GUIDED_ATTENTION, COPY_MECHANISM,
         ),
         "evaluate": (

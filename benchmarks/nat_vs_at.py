@@ -1,15 +1,19 @@
 """What the non-autoregressive translator trades against the autoregressive one: BLEU and speed.
 
 One run, the same Multi30k sentences for every row: the AT translator greedy, beam 4 and beam 5;
-each NAT (distilled and, when given, trained on the raw data) at Mask-Predict T=1 l=1 (one
-pass), T=1 l=3, T=4 l=3 and T=10 l=5, and T=4 l=3 reranked by the AT. Every row goes through
-the public ``zoo.tasks.translate()`` at batch 64 (all the sentences: BLEU, sacreBLEU 13a
-lowercased and cased) and at batch 1 (the first ``--batch1-sentences``). Each batch runs once
-untimed first, so compilation is never timed. Then, for each NAT: its
-length predictor's accuracy, and BLEU with the gold length given (what the length prediction
-costs).
+each fast AT (``--fast-at LABEL=DIR``, a deep-encoder shallow-decoder translator, say) greedy
+and beam 4; each NAT (``--nat LABEL=DIR``, repeatable: the options, distilled or not) in one
+pass and, for a CMLM, at Mask-Predict T=1 l=3, T=4 l=3 (its ``serving_default``), T=10 l=3 and
+T=4 l=3 reranked by the AT (a CTC decoder has only its one pass). Every row goes through the
+public ``zoo.tasks.translate()`` (XLA, as the SavedModels' ``*_xla`` signatures) at batch 64
+(all the sentences: BLEU, sacreBLEU 13a lowercased and cased) and at batch 1 (the first
+``--batch1-sentences``). Each batch runs once untimed first, so compilation is never timed.
+Then, for each NAT: how far its rows are from the issue's targets, and for a length predictor
+its accuracy and BLEU with the gold length given (what the length prediction costs).
 
-    python benchmarks/nat_vs_at.py --at saved_models/translator-en-de --nat saved_models/nat-en-de
+    python benchmarks/nat_vs_at.py --at saved_models/translator-en-de \
+        --nat CMLM=saved_models/nat-en-de --nat CTC+GLAT=workdirs/nat-ctc-glat \
+        --fast-at "AT 7+1"=workdirs/at-deep-shallow
 """
 
 import argparse
@@ -36,8 +40,55 @@ from zoo.models.translator import translator_layers  # noqa: E402
 from zoo.tasks import load  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NAT_SETTINGS = [(1, 1), (1, 3), (4, 3), (10, 5)]  # (iterations, length beam)
+NAT_SETTINGS = [(1, 1), (1, 3), (4, 3), (10, 3)]  # (iterations, length beam) of a CMLM
 RESCORED = (4, 3)
+ONE_PASS, SERVED = (1, 1), (4, 3)  # the rows the targets name: one pass, serving_default
+
+
+def labelled_folder(text):
+    """``LABEL=DIR`` -> ``(label, dir)``: what ``--nat`` and ``--fast-at`` take."""
+    label, sep, folder = text.partition("=")
+    if not sep or not label or not folder:
+        raise argparse.ArgumentTypeError(f"expected LABEL=DIR, got {text!r}")
+    return label, folder
+
+
+def nat_rows(label, model, vocabulary, at, at_vocabulary):
+    """``(name, model, vocabulary, settings)`` of a NAT's rows: a CTC decoder's one pass, or a
+    CMLM at each of NAT_SETTINGS and reranked by the AT (if it shares the AT's vocabulary)."""
+    if nat_modes(model).ctc:
+        return [(f"{label} one pass", model, vocabulary, {"method": "mask_predict"})]
+    rows = []
+    for steps, beam in NAT_SETTINGS:
+        settings = {"method": "mask_predict", "iterations": steps, "length_beam": beam}
+        rows.append((f"{label} T={steps} l={beam}", model, vocabulary, settings))
+    if vocabulary.model_proto == at_vocabulary.model_proto:
+        steps, beam = RESCORED
+        settings = {"method": "mask_predict", "iterations": steps, "length_beam": beam,
+                    "rescorer": at}
+        rows.append((f"{label} T={steps} l={beam} + AT rescoring", model, vocabulary, settings))
+    return rows
+
+
+def target_notes(label, model, results):
+    """How far a NAT's one pass and ``serving_default`` are from the issue's targets."""
+    ctc = nat_modes(model).ctc
+    one = results[f"{label} one pass" if ctc else f"{label} T={ONE_PASS[0]} l={ONE_PASS[1]}"]
+    served = one if ctc else results[f"{label} T={SERVED[0]} l={SERVED[1]}"]
+    greedy, beam = results["AT greedy"], results["AT beam 4"]
+    notes = []
+    for name, row, anchor, anchor_name, allowed in (
+        ("one pass", one, greedy, "AT greedy", 4.0),
+        ("serving_default", served, beam, "AT beam 4", 2.0),
+    ):
+        gap = anchor["bleu"] - row["bleu"]
+        notes.append(
+            f"{label} {name} against {anchor_name}: {gap:+.2f} BLEU behind (target <= "
+            f"{allowed:.0f}: {'met' if gap <= allowed else 'missed'}), "
+            f"{anchor['ms_1'] / row['ms_1']:.2f}x at batch 1 and "
+            f"{anchor['ms_64'] / row['ms_64']:.2f}x at batch 64 (target >= 1.5x)"
+        )
+    return notes
 
 
 def timed_translate(model, tokenizer, sentences, batch_size, **settings):
@@ -109,9 +160,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--at", default=os.path.join(ROOT, "saved_models", "translator-en-de"),
                         help="the autoregressive translator (workdir or export folder)")
-    parser.add_argument("--nat", default=os.path.join(ROOT, "saved_models", "nat-en-de"),
-                        help="the NAT trained on distilled data")
-    parser.add_argument("--nat-raw", help="a NAT trained on the raw data, for comparison")
+    parser.add_argument("--nat", action="append", type=labelled_folder, metavar="LABEL=DIR",
+                        help="a NAT and its row label (repeatable; default: the shipped one)")
+    parser.add_argument("--fast-at", action="append", type=labelled_folder, default=[],
+                        metavar="LABEL=DIR", help="another translator, greedy and beam 4")
     parser.add_argument("--split", default="test2016", choices=("val", "test2016"))
     parser.add_argument("--sentences", type=int, help="the first N sentences (default: all)")
     parser.add_argument("--batch1-sentences", type=int, default=64,
@@ -126,23 +178,20 @@ def main():
     print(machine_description())
     pairs = load_multi30k(args.split)[: args.sentences]
     sources, references = [s for s, _ in pairs], [t for _, t in pairs]
+    nat_folders = args.nat or [("NAT", os.path.join(ROOT, "saved_models", "nat-en-de"))]
     _, at, at_vocabulary = load(args.at, "translator")
-    nats = [("NAT distilled", args.nat)] + ([("NAT raw", args.nat_raw)] if args.nat_raw else [])
-    nats = [(label, *load(folder, "nat")[1:]) for label, folder in nats]
+    nats = [(label, *load(folder, "nat")[1:]) for label, folder in nat_folders]
+    fast = [(label, *load(folder, "translator")[1:]) for label, folder in args.fast_at]
 
-    rows = [("AT greedy", at, at_vocabulary, {"method": "greedy"})]
-    rows += [(f"AT beam {k}", at, at_vocabulary, {"method": "beam", "beam_size": k})
-             for k in (4, 5)]
+    rows = []
+    for label, model, vocabulary, beams in [("AT", at, at_vocabulary, (4, 5))] + [
+        (label, model, vocabulary, (4,)) for label, model, vocabulary in fast
+    ]:
+        rows.append((f"{label} greedy", model, vocabulary, {"method": "greedy"}))
+        rows += [(f"{label} beam {k}", model, vocabulary, {"method": "beam", "beam_size": k})
+                 for k in beams]  # fmt: skip
     for label, model, vocabulary in nats:
-        for steps, beam in NAT_SETTINGS:
-            settings = {"method": "mask_predict", "iterations": steps, "length_beam": beam}
-            rows.append((f"{label} T={steps} l={beam}", model, vocabulary, settings))
-        if vocabulary.model_proto == at_vocabulary.model_proto:
-            steps, beam = RESCORED
-            settings = {"method": "mask_predict", "iterations": steps, "length_beam": beam,
-                        "rescorer": at}
-            rows.append((f"{label} T={steps} l={beam} + AT rescoring", model, vocabulary,
-                         settings))
+        rows += nat_rows(label, model, vocabulary, at, at_vocabulary)
 
     results = {}
     for name, model, vocabulary, settings in rows:
@@ -169,7 +218,11 @@ def main():
           f"{anchor['ms_64'] / r['ms_64']:.1f}x"] for name, r in results.items()],
     )
     notes = []
+    for label, model, _ in nats:
+        notes += target_notes(label, model, results)
     for label, model, vocabulary in nats:
+        if nat_modes(model).ctc:
+            continue
         report = length_report(model, vocabulary, pairs)
         gold = ", ".join(f"T={s} {b['bleu_lowercase']:.2f}" for s, b in report["bleu_gold"].items())
         notes.append(
@@ -187,9 +240,8 @@ def main():
             " ".join(["python benchmarks/nat_vs_at.py", *sys.argv[1:]]),
             table,
             notes=[
-                f"AT: {args.at}; NATs: " + ", ".join(
-                    f"{label} {folder}" for label, folder in
-                    [("distilled", args.nat), ("raw", args.nat_raw)] if folder),
+                f"AT: {args.at}; " + ", ".join(
+                    f"{label}: {folder}" for label, folder in nat_folders + args.fast_at),
                 f"{len(sources)} {args.split} sentences at batch 64 (BLEU: sacreBLEU 13a); "
                 f"the first {min(len(sources), args.batch1_sentences)} at batch 1; every row "
                 "through zoo.tasks.translate() (XLA); each batch runs once untimed first",

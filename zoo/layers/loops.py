@@ -1,5 +1,6 @@
 """Loops whose count is known only when the graph runs, that TensorFlow, XLA and JAX all run."""
 
+import keras
 from keras import ops
 
 
@@ -46,3 +47,35 @@ def scan_over_time(step, init, *sequences):
         return step(carry, *(ops.take(x, t, axis=0) for x in time_major))
 
     return ops.scan(body, init, ops.arange(ops.shape(sequences[0])[1], dtype="int32"))
+
+
+def scan_carries(step, init, sequence):
+    """Every carry of ``carry = step(carry, x_t)`` over axis 0 of ``sequence`` ``(T, ...)``:
+    ``(T,) + carry.shape``, differentiable on TensorFlow (under XLA too) and on JAX.
+
+    On TensorFlow a :func:`bounded_loop` adds each carry into its row of a buffer (Keras's
+    ``scan`` gives no loop bound, which a gradient under XLA needs, and XLA's in-place update
+    has no gradient: the row is written as a masked sum, ``T`` times the work of a write,
+    which the small alignments this serves can afford); on JAX, whose ``while_loop`` has no
+    gradient, it is ``ops.scan``.
+
+    Example:
+        >>> ops.convert_to_numpy(scan_carries(lambda c, x: c + x, ops.zeros(()), ops.ones(3)))
+        array([1., 2., 3.], dtype=float32)
+    """
+    if keras.backend.backend() != "tensorflow":
+        _, carries = ops.scan(lambda carry, x: (step(carry, x),) * 2, init, sequence)
+        return carries
+    init = ops.convert_to_tensor(init)
+    count = ops.shape(sequence)[0]
+    buffer = ops.zeros((count,) + tuple(ops.shape(init)), init.dtype)
+
+    rows = ops.reshape(ops.arange(count, dtype="int32"), (-1,) + (1,) * len(init.shape))
+
+    def body(t, state):
+        carry, buffer = state
+        carry = step(carry, ops.take(sequence, t, axis=0))
+        return carry, buffer + ops.where(rows == t, carry[None], ops.zeros_like(carry[None]))
+
+    _, carries = bounded_loop(count, body, (init, buffer))
+    return carries

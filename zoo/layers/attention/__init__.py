@@ -4,7 +4,9 @@ Full attention: ``mha`` (multi_head.py), and the same attention in O(T * C) memo
 (chunked.py); with positions: ``relative``, ``rotary``, ``alibi``
 (in zoo/layers/position/). The efficient family, one file each: ``local``, ``strided``,
 ``global``, ``clustered``, ``sinkhorn``, ``linformer``, ``performer``, ``linear``,
-``synthesizer``; attention-free: ``aft``. A new variant is a new file here, imported below.
+``synthesizer``; attention-free: ``aft``. Cross attention that carries a state from step to step
+(stateful.py): ``location_aware`` and ``monotonic``. A new variant is a new file here, imported
+below.
 """
 
 from zoo.layers.attention.aft import AFTAttention
@@ -14,11 +16,18 @@ from zoo.layers.attention.global_attention import GlobalAttention
 from zoo.layers.attention.linear import LinearAttention
 from zoo.layers.attention.linformer import LinformerAttention
 from zoo.layers.attention.local import LocalAttention
+from zoo.layers.attention.location_aware import LocationAwareAttention
+from zoo.layers.attention.monotonic import (
+    MonotonicAttention,
+    hard_monotonic_alignment,
+    monotonic_alignment,
+)
 from zoo.layers.attention.multi_head import MultiHeadAttention
 from zoo.layers.attention.performer import PerformerAttention
 from zoo.layers.attention.registry import available_attention, get_attention, register_attention
 from zoo.layers.attention.scaled_dot_product import attention_scores, scaled_dot_product_attention
 from zoo.layers.attention.sinkhorn import SinkhornAttention
+from zoo.layers.attention.stateful import StatefulAttention
 from zoo.layers.attention.strided import StridedAttention
 from zoo.layers.attention.synthesizer import SynthesizerAttention
 
@@ -30,15 +39,20 @@ __all__ = [
     "LinearAttention",
     "LinformerAttention",
     "LocalAttention",
+    "LocationAwareAttention",
+    "MonotonicAttention",
     "MultiHeadAttention",
     "PerformerAttention",
     "SinkhornAttention",
+    "StatefulAttention",
     "StridedAttention",
     "SynthesizerAttention",
     "attention_scores",
     "available_attention",
     "chunked_attention",
     "get_attention",
+    "hard_monotonic_alignment",
+    "monotonic_alignment",
     "register_attention",
     "scaled_dot_product_attention",
 ]

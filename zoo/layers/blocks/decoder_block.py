@@ -64,6 +64,9 @@ class TransformerDecoderBlock(_TransformerBlock):
         cache_index: int or scalar int tensor, the position of ``x[:, 0]`` in the
             sequence; the new keys and values are written there in ``self_cache``.
         return_attention_scores: also return the attention weights.
+        cross_attention_state: the state of a stateful cross-attention variant
+            (:class:`~zoo.layers.attention.StatefulAttention`: ``location_aware``,
+            ``monotonic``), what the steps before did; None for the others.
         training: whether dropout is active.
 
     Returns:
@@ -195,6 +198,7 @@ class TransformerDecoderBlock(_TransformerBlock):
         cross_cache=None,
         cache_index=None,
         return_attention_scores=False,
+        cross_attention_state=None,
         training=None,
     ):
         caching = self_cache is not None
@@ -240,6 +244,8 @@ class TransformerDecoderBlock(_TransformerBlock):
             else:
                 # Position-aware cross attention needs to know where the queries are.
                 memory = {"cache": cross_cache, "query_position": cache_index}
+            if cross_attention_state is not None:  # a stateful variant (location, monotonic)
+                memory["state"] = cross_attention_state
             x, cross_extra = self._residual(
                 x,
                 lambda h: self.cross_attention_layer(

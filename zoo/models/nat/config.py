@@ -95,6 +95,12 @@ class NATConfig(TranslatorConfig):
                 "decoder's output, through its step function; the NAT has none: "
                 "copy_mechanism must be False."
             )
+        if self.cross_attention != "mha":
+            raise ValueError(
+                "Location-aware and monotonic cross attention follow where a left-to-right "
+                "decoder's earlier steps attended; the NAT writes every position at once: "
+                f"cross_attention must be 'mha', got {self.cross_attention!r}."
+            )
         if self.cross_attention_layers != "last":
             # The length predictor and the decoder read one encoder output.
             raise ValueError(

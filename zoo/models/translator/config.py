@@ -7,7 +7,10 @@ from zoo.layers.scheduled_sampling import SCHEDULES, check_schedule
 from zoo.models.presets import from_presets
 from zoo.models.training_config import TrainingConfig
 
-__all__ = ["PRESETS", "TranslatorConfig", "get_config"]
+__all__ = ["CROSS_ATTENTIONS", "PRESETS", "TranslatorConfig", "get_config"]
+
+# The cross attentions a translator's decoder blocks can use (zoo/layers/attention/).
+CROSS_ATTENTIONS = ("mha", "location_aware", "monotonic")
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,14 @@ class TranslatorConfig(TrainingConfig):
             ``"scaled_dot"`` (Vaswani et al. 2017), ``"dot"`` (Luong et al. 2015),
             ``"cosine"`` or ``"additive"`` (Bahdanau et al. 2015). Self-attention keeps the
             scaled dot product.
+        cross_attention: the decoder's cross attention, for tasks whose alignment moves left
+            to right: ``"mha"``; ``"location_aware"``, whose scores add features of the
+            attention so far (Chorowski et al. 2015; :class:`~zoo.layers.attention.
+            LocationAwareAttention`: in training a first pass of the decoder, no gradient,
+            gives them; in decoding the searches' caches carry them); or ``"monotonic"``,
+            which never goes back (Raffel et al. 2017; :class:`~zoo.layers.attention.
+            MonotonicAttention`: the expected alignment in training, hard attention in the
+            step-by-step searches; its score is the scaled dot product).
         cross_attention_layers: what each decoder block's cross attention reads. ``"last"``:
             the encoder's last layer. ``"mix"``: its own learned softmax mix of every encoder
             layer's output, the embeddings included (transparent attention, Bapna et al.
@@ -91,6 +102,7 @@ class TranslatorConfig(TrainingConfig):
     vocab_sample_size: int = 200_000
     data_dir: str = ""
     cross_attention_score: str = "scaled_dot"
+    cross_attention: str = "mha"
     cross_attention_layers: str | tuple = "last"
     scheduled_sampling: str = "none"
     scheduled_sampling_k: float | None = None
@@ -107,6 +119,16 @@ class TranslatorConfig(TrainingConfig):
             raise ValueError(
                 f"Unknown cross_attention_score {self.cross_attention_score!r}; expected one "
                 f"of {SCORE_FUNCTIONS}."
+            )
+        if self.cross_attention not in CROSS_ATTENTIONS:
+            raise ValueError(
+                f"Unknown cross_attention {self.cross_attention!r}; expected one of "
+                f"{CROSS_ATTENTIONS}."
+            )
+        if self.cross_attention == "monotonic" and self.cross_attention_score != "scaled_dot":
+            raise ValueError(
+                "cross_attention='monotonic' scores with the scaled dot product: "
+                f"cross_attention_score must stay 'scaled_dot', got {self.cross_attention_score!r}."
             )
         if isinstance(self.cross_attention_layers, list):  # read back from config.json
             object.__setattr__(self, "cross_attention_layers", tuple(self.cross_attention_layers))

@@ -9,6 +9,7 @@ from keras import ops
 from zoo.models.translator.stacks import (
     block_memory,
     copy_inputs,
+    cross_attention_of,
     decoder_stack,
     encoder_stack,
     translator_layers,
@@ -66,7 +67,9 @@ def init_caches(
         block, its empty self-attention cache (keys and values, each ``(B, max_length, N,
         H)``) and its cross-attention cache (each ``(B, S, N, H)``) computed here once from
         ``memory``;
-        ``"source_padding"``; and with a copy mechanism ``"copy_source"``, the
+        ``"source_padding"``; with a stateful cross attention (``location_aware``,
+        ``monotonic``) ``"cross_states"``, one state per block (where the attention has been);
+        and with a copy mechanism ``"copy_source"``, the
         :class:`~zoo.layers.PointerGenerator`'s ``memory`` ``(B, S, D)``, its ``memory_keys``
         computed here once, and the ``source_ids`` ``(B, S)``.
 
@@ -94,6 +97,12 @@ def init_caches(
         for i, block in enumerate(layers.decoder_blocks)
     )
     caches = {"blocks": blocks, "source_padding": source_padding}
+    stateful = [cross_attention_of(block) for block in layers.decoder_blocks]
+    if any(layer is not None for layer in stateful):  # location-aware or monotonic attention
+        source_length = ops.shape(source_padding)[1]
+        caches["cross_states"] = tuple(
+            layer.initial_state(batch, source_length) for layer in stateful
+        )
     if monotonic:
         caches["attention_position"] = ops.zeros((batch,), "int32")
     if layers.pointer_generator is not None:
@@ -128,7 +137,7 @@ def step(model, token_ids, caches, index, monotonic_window=None):
         ``(logits, caches)``: float32 logits ``(B, V)`` of the next token, and the caches with
         this step's keys and values written at ``index`` (the cross caches, the source
         padding and the copy mechanism's source are handed back as they came; the attention
-        position moves).
+        position and the stateful cross attentions' states move).
     """
     layers = translator_layers(model)
     if len(caches["blocks"]) != len(layers.decoder_blocks):
@@ -140,18 +149,25 @@ def step(model, token_ids, caches, index, monotonic_window=None):
         if "attention_position" not in caches:
             raise ValueError("monotonic_window needs the caches of init_caches(monotonic=True).")
         visible = _monotonic_window(source_padding, caches["attention_position"], monotonic_window)
+    states = caches.get("cross_states")
     logits, blocks, cross = decoder_stack(
         layers,
         ops.cast(token_ids, "int32"),
         encoder_padding_mask=visible,
         caches=caches["blocks"],
         index=index,
-        return_cross_attention=monotonic_window is not None,
+        return_cross_attention=monotonic_window is not None or states is not None,
         copy_source=caches.get("copy_source"),
+        cross_states=states,
         training=False,
     )
     # What the step does not change goes back as it came (beam search relies on it).
     new_caches = {**caches, "blocks": blocks}
+    if states is not None:
+        new_caches["cross_states"] = tuple(
+            cross_attention_of(block).next_state(state, weights)
+            for block, state, weights in zip(layers.decoder_blocks, states, cross)
+        )
     if monotonic_window is not None:
         peak = ops.argmax(ops.mean(ops.cast(cross[-1][:, :, 0, :], "float32"), axis=1), axis=-1)
         new_caches["attention_position"] = ops.cast(peak, "int32")  # (B,)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import keras
 
+from zoo.layers.attention import get_attention
 from zoo.layers import (
     LayerMix,
     PointerGenerator,
@@ -21,6 +22,7 @@ __all__ = [
     "TranslatorLayers",
     "block_memory",
     "copy_inputs",
+    "cross_attention_of",
     "decoder_stack",
     "encoder_stack",
     "translator_layers",
@@ -99,6 +101,12 @@ class TranslatorLayers:
     def num_caches(self):
         return 2 * len(self.decoder_blocks)
 
+    @property
+    def cross_attention_class(self):
+        """The class of the decoder blocks' cross attention (None without one)."""
+        block = self.decoder_blocks[0]
+        return get_attention(block.cross_attention_variant) if block.cross_attention else None
+
 
 class NewLayers:
     """The layers of a new translator, each made when the builder's stacks first reach it.
@@ -143,13 +151,20 @@ class NewLayers:
         return self._blocks("encoder_block_", TransformerEncoderBlock, self.config.encoder_layers)
 
     @property
+    def cross_attention_class(self):
+        # From the config: reading a block would make it before its turn.
+        return get_attention(self.config.cross_attention)
+
+    @property
     def decoder_blocks(self):
         return self._blocks("decoder_block_", self._decoder_block, self.config.decoder_layers)
 
     def _decoder_block(self, **kwargs):
+        # Only when chosen: the saved configs of existing models stay as they were.
         if self.config.cross_attention_score != "scaled_dot":
-            # Only when chosen: the saved configs of existing models stay as they were.
             kwargs["cross_attention_kwargs"] = {"score": self.config.cross_attention_score}
+        if self.config.cross_attention != "mha":
+            kwargs["cross_attention_variant"] = self.config.cross_attention
         return TransformerDecoderBlock(**kwargs)
 
     @functools.cached_property
@@ -281,6 +296,7 @@ def decoder_stack(
     use_causal_mask=True,
     token_embeddings=None,
     copy_source=None,
+    cross_states=None,
     training=None,
 ):
     """Embed and decode the target, then project: ``(B, T)`` ids -> logits ``(B, T, V)``.
@@ -298,11 +314,30 @@ def decoder_stack(
     ``memory`` and ``source_ids`` (and ``memory_keys``, cached once per source); the logits
     are then its log-probabilities.
 
+    A stateful cross attention (``location_aware``, ``monotonic``: :func:`cross_attention_of`)
+    reads ``cross_states``, one state per block: one step at a time, from the search's caches;
+    over a whole target, when the variant ``needs_first_pass``, from a first pass of this stack
+    (its cross-attention weights, no gradient), run here when ``cross_states`` is None.
+
     Returns:
         ``(logits, caches, cross_weights)``: the logits ``(B, T, V)``; the blocks' updated
         cache pairs (empty without ``caches``); their cross-attention weights ``(B, N, T, S)``
         (empty unless ``return_cross_attention``).
     """
+    if cross_states is None and caches is None and _needs_first_pass(layers):
+        arguments = dict(
+            encoder_output=encoder_output, padding_mask=padding_mask,
+            encoder_padding_mask=encoder_padding_mask, use_causal_mask=use_causal_mask,
+            token_embeddings=token_embeddings, copy_source=copy_source, training=training,
+        )  # fmt: skip
+        _, _, weights = decoder_stack(layers, target_ids, return_cross_attention=True,
+                                      cross_states=(), **arguments)  # () : no state  # fmt: skip
+        cross_states = tuple(
+            cross_attention_of(block).sequence_state(w)
+            for block, w in zip(layers.decoder_blocks, weights)
+        )
+        return decoder_stack(layers, target_ids, index=index, cross_states=cross_states,
+                             return_cross_attention=return_cross_attention, **arguments)  # fmt: skip
     # Only when given: the saved configs of token-reading models stay as they were.
     given = {} if token_embeddings is None else {"token_embeddings": token_embeddings}
     y = layers.target_embedding(target_ids, start_index=index, training=training, **given)
@@ -313,6 +348,8 @@ def decoder_stack(
         if caches is not None:
             self_cache, cross_cache = caches[i]
             cache = dict(self_cache=self_cache, cross_cache=cross_cache, cache_index=index)
+        if cross_states and cross_states[i] is not None:
+            cache["cross_attention_state"] = cross_states[i]
         outputs = block(
             y,
             block_memory(encoder_output, i),
@@ -340,6 +377,17 @@ def decoder_stack(
             raise ValueError("A translator with a copy mechanism needs the source to copy from.")
         logits = layers.pointer_generator(logits, y, decoder_input, **copy_source)  # (B, T, V)
     return logits, tuple(new_caches), cross_weights
+
+
+def cross_attention_of(block):
+    """A decoder block's cross-attention layer if it is stateful (carries a state from step to
+    step: :class:`~zoo.layers.attention.StatefulAttention`), else None."""
+    layer = getattr(block, "cross_attention_layer", None)
+    return layer if getattr(layer, "stateful", False) else None
+
+
+def _needs_first_pass(layers):
+    return getattr(layers.cross_attention_class, "needs_first_pass", False)
 
 
 def copy_inputs(copying, memory, source_ids):
