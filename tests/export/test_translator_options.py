@@ -3,6 +3,7 @@
 model in test_translator_serving.py; here only that the switch's forward pass reaches the graph)."""
 
 import keras
+import pytest
 import tensorflow as tf
 
 from tests.export.conftest import MAX_LENGTH, VOCAB_SIZE
@@ -39,3 +40,21 @@ def test_served_translations_equal_translate(tokenizer, tmp_path):
     assert [t.decode() for t in greedy.numpy()] == expected_greedy
     expected_beam = translate(model, tokenizer, SENTENCES, beam_size=2, alpha=0.6)
     assert [t.decode() for t in beam["translations"].numpy()] == expected_beam
+
+
+@pytest.mark.parametrize("variant", ["location_aware", "monotonic"])
+def test_stateful_cross_attention_serves_what_translate_gives(variant, tokenizer, tmp_path):
+    """The search's caches carry the attention's state (the summed weights, or the monotonic
+    heads' positions) through the SavedModel's loops as through translate()'s."""
+    keras.utils.set_random_seed(6)
+    config = translator_config("tiny", vocab_size=VOCAB_SIZE, max_length=MAX_LENGTH,
+                               decoder_layers=2, cross_attention=variant)  # fmt: skip
+    model = build_translator(config)
+    served = tf.saved_model.load(serving_path(export_translator(model, tokenizer, tmp_path / "t")))
+    inputs = tf.constant(SENTENCES)
+    greedy = served.signatures["translate_greedy"](inputs=inputs)["translations"]
+    assert [t.decode() for t in greedy.numpy()] == translate(model, tokenizer, SENTENCES,
+                                                              method="greedy")  # fmt: skip
+    beam = served.signatures["translate_beam"](inputs=inputs, beam_size=tf.constant(2))
+    expected = translate(model, tokenizer, SENTENCES, beam_size=2, alpha=0.6)
+    assert [t.decode() for t in beam["translations"].numpy()] == expected

@@ -28,6 +28,7 @@ from tests.layers import test_global_attention as global_attention
 from tests.layers import test_local_attention as local
 from tests.layers import test_pointer_generator as pointer_generator
 from tests.layers import test_sinkhorn_attention as sinkhorn
+from tests.layers import test_stateful_attention as stateful
 from tests.layers import test_strided_attention as strided
 from tests.layers import test_synthesizer_attention as synthesizer
 from zoo.layers import (
@@ -51,7 +52,7 @@ from zoo.layers import (
 )
 
 # Every module whose `RNG` a part draws from (directly or through a shared helper).
-_MODULES_WITH_RNG = (clustered, global_attention, local, sinkhorn, strided, synthesizer)
+_MODULES_WITH_RNG = (clustered, global_attention, local, sinkhorn, stateful, strided, synthesizer)
 
 
 # ---------------------------------------------------------------- attention variants
@@ -581,6 +582,21 @@ def _layer_mix():
     assert not np.allclose(np.asarray(layer.mix_logits.value), logits)
 
 
+def _stateful_attention():
+    """Location-aware and monotonic attention: their references, and the expected alignment's
+    gradient (a scan on JAX) under jit."""
+    import jax
+
+    from zoo.layers.attention import monotonic_alignment
+
+    stateful.test_the_expected_alignment_is_its_recurrence()
+    stateful.test_location_features_of_a_whole_target_equal_a_step_by_step_loop()
+    stateful.test_hard_attention_never_goes_back()
+    p = np.random.default_rng(0).uniform(0.1, 0.9, (2, 2, 4, 5)).astype("float32")
+    grad = jax.jit(jax.grad(lambda p: monotonic_alignment(p)[..., -1, :].sum()))(p)
+    assert np.isfinite(np.asarray(grad)).all() and np.abs(np.asarray(grad)).sum() > 0
+
+
 PARTS = {
     "local": _local,
     "strided": _strided,
@@ -601,6 +617,7 @@ PARTS = {
     "dropout": _dropout,
     "scheduled_sampling": _scheduled_sampling,
     "layer_mix": _layer_mix,
+    "stateful_attention": _stateful_attention,
 }
 
 
