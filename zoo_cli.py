@@ -244,6 +244,26 @@ TASKS = {
         "predict_flags": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH),
         "export": (SERVING_VERSION,),
     },
+    "transliterator": {
+        "help": "the translator on a rule-made monotonic character task (long inputs too)",
+        "presets": ("tiny", "small"),
+        "splits": ("train", "val", "test", "long"),
+        "predict": "transliterate",
+        "predict_help": "transliterate lower-case phrases (arguments, or stdin one per line)",
+        "train": (
+            EPOCHS, BATCH_TOKENS, ACCUMULATE, BLEU_SAMPLE, *REGULARIZATION, CROSS_ATTENTION,
+            GUIDED_ATTENTION,
+        ),
+        "evaluate": (
+            flag("--method", choices=("greedy", "beam"), help="search (default greedy)"),
+            flag("--beam-size", type=positive_int, help="beams (default 4)"),
+        ),
+        "predict_flags": (
+            flag("--method", choices=("greedy", "beam"), help="search (default greedy)"),
+            flag("--beam-size", type=positive_int, help="beams (default 4)"),
+        ),
+        "export": (SERVING_VERSION,),
+    },
 }
 
 

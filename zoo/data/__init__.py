@@ -37,6 +37,7 @@ from zoo.data.sentencepiece_vocab import (
 from zoo.data.tagger_vocabulary import TaggerVocabulary
 from zoo.data.tagging_pipeline import make_tagging_dataset, split_long_sentences
 from zoo.data.translation_pipeline import bucket_spec, make_translation_dataset
+from zoo.data.transliteration import load_transliteration, transliterate
 
 __all__ = [
     "read_distilled",
@@ -60,6 +61,7 @@ __all__ = [
     "bucket_spec",
     "epoch_shuffled",
     "load_multi30k",
+    "load_transliteration",
     "one_line",
     "load_ud_english_ewt",
     "make_tagging_dataset",

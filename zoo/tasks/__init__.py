@@ -15,10 +15,14 @@ from zoo.tasks.nat import NATTask
 from zoo.tasks.tagging import TaggingTask
 from zoo.tasks.task import Task
 from zoo.tasks.translation import TranslationTask
+from zoo.tasks.transliteration import TransliterationTask
 
 __all__ = ["TASKS", "Loaded", "Task", "get_task", "load", "task_of", "translate"]
 
-TASKS = {task.name: task for task in (TranslationTask(), TaggingTask(), NATTask())}
+TASKS = {
+    task.name: task
+    for task in (TranslationTask(), TaggingTask(), NATTask(), TransliterationTask())
+}
 
 
 def get_task(task):

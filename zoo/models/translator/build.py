@@ -8,7 +8,7 @@ from zoo.models.translator.stacks import NewLayers, copy_inputs, decoder_stack, 
 __all__ = ["build_translator"]
 
 
-def build_translator(config):
+def build_translator(config, name="translator"):
     """A functional encoder-decoder: ``{"source", "target_in"}`` token ids -> target logits.
 
     Layer names are stable, so decoding and export find the parts by name
@@ -19,6 +19,8 @@ def build_translator(config):
 
     Args:
         config: a :class:`TranslatorConfig`.
+        name: the model's name, which names its task (a task that reuses the translator, such
+            as the transliterator, gives its own).
 
     Returns:
         A ``keras.Model`` mapping ``{"source": (B, S), "target_in": (B, T)}`` int32 ids (0 is
@@ -61,6 +63,6 @@ def build_translator(config):
             name="guided_attention",
         )
         logits = guide(logits, cross, decoder_input, source)  # the loss added in training
-    return keras.Model({"source": source, "target_in": target_in}, logits, name="translator")
+    return keras.Model({"source": source, "target_in": target_in}, logits, name=name)
 
 

@@ -37,7 +37,8 @@ def translator_search(model, method, max_length, beam_size=4, compile_stage=None
         or :func:`~zoo.decoding.output_length`.
     """
     compile_stage = compile_stage or (lambda function: function)
-    if method not in METHODS or model.name != "translator":
+    # A translator (whatever its task names it) has one output; the NAT has a dict of them.
+    if method not in METHODS or isinstance(model.output, dict):
         raise ValueError(
             f"Method {method!r} does not decode a model named {model.name!r}; the "
             f"translator's methods are {METHODS}."

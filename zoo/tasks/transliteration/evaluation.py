@@ -1,0 +1,69 @@
+"""The transliterator's scores: whole outputs right, and the character error rate."""
+
+import json
+import os
+
+import keras
+
+from zoo.data.multi30k import one_line
+
+__all__ = ["ValidationExact", "edit_distance", "transliteration_scores", "save_scores"]
+
+
+def edit_distance(a, b):
+    """The Levenshtein distance between two strings (insertions, deletions, substitutions).
+
+    Example:
+        >>> edit_distance("kitten", "sitting")
+        3
+    """
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        previous = current
+    return previous[-1]
+
+
+def transliteration_scores(hypotheses, references):
+    """``{"exact": share of outputs equal to their reference, "cer": character errors per
+    reference character}``.
+
+    Example:
+        >>> transliteration_scores(["abc", "xy"], ["abc", "xyz"])
+        {'exact': 0.5, 'cer': 0.16666666666666666}
+    """
+    exact = sum(h == r for h, r in zip(hypotheses, references, strict=True))
+    errors = sum(edit_distance(h, r) for h, r in zip(hypotheses, references))
+    return {"exact": exact / len(references),
+            "cer": errors / max(1, sum(len(r) for r in references))}  # fmt: skip
+
+
+def save_scores(output_dir, name, hypotheses, references, extra=None):
+    """Score and write ``{name}.hyp.txt`` and ``{name}.scores.json``; returns the scores."""
+    os.makedirs(output_dir, exist_ok=True)
+    scores = {**transliteration_scores(hypotheses, references), "sentences": len(hypotheses),
+              **(extra or {})}  # fmt: skip
+    with open(os.path.join(output_dir, f"{name}.hyp.txt"), "w", encoding="utf-8") as f:
+        f.writelines(one_line(h) + "\n" for h in hypotheses)
+    with open(os.path.join(output_dir, f"{name}.scores.json"), "w") as f:
+        json.dump(scores, f, indent=2)
+    return scores
+
+
+class ValidationExact(keras.callbacks.Callback):
+    """After each epoch, transliterate a sample of validation pairs and log ``val_exact`` (the
+    share of outputs entirely right)."""
+
+    def __init__(self, transliterate, pairs, sample_size=200):
+        super().__init__()
+        self.transliterate = transliterate
+        self.pairs = list(pairs)[:sample_size]
+
+    def on_epoch_end(self, epoch, logs=None):
+        hypotheses = self.transliterate(self.model, [source for source, _ in self.pairs])
+        if logs is not None:
+            logs["val_exact"] = transliteration_scores(
+                hypotheses, [reference for _, reference in self.pairs]
+            )["exact"]
