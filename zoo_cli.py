@@ -251,8 +251,11 @@ TASKS = {
         "predict": "transliterate",
         "predict_help": "transliterate lower-case phrases (arguments, or stdin one per line)",
         "train": (
-            EPOCHS, BATCH_TOKENS, ACCUMULATE, BLEU_SAMPLE, *REGULARIZATION, CROSS_ATTENTION,
-            GUIDED_ATTENTION,
+            EPOCHS, BATCH_TOKENS, ACCUMULATE,
+            flag("--bleu-sample", dest="bleu_sample_size", type=count,
+                 help="validation pairs decoded for val_exact (outputs entirely right) after "
+                 "each epoch (default 200; 0: off)"),
+            *REGULARIZATION, CROSS_ATTENTION, GUIDED_ATTENTION,
         ),
         "evaluate": (
             flag("--method", choices=("greedy", "beam"), help="search (default greedy)"),

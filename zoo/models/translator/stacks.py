@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import keras
 
-from zoo.layers.attention import get_attention
 from zoo.layers import (
     LayerMix,
     PointerGenerator,
@@ -16,6 +15,7 @@ from zoo.layers import (
     TransformerDecoderBlock,
     TransformerEncoderBlock,
 )
+from zoo.layers.attention import get_attention
 
 __all__ = [
     "NewLayers",
@@ -330,8 +330,9 @@ def decoder_stack(
             encoder_padding_mask=encoder_padding_mask, use_causal_mask=use_causal_mask,
             token_embeddings=token_embeddings, copy_source=copy_source, training=training,
         )  # fmt: skip
+        # cross_states=(): the first pass runs without states (and without a first pass).
         _, _, weights = decoder_stack(layers, target_ids, return_cross_attention=True,
-                                      cross_states=(), **arguments)  # () : no state  # fmt: skip
+                                      cross_states=(), **arguments)  # fmt: skip
         cross_states = tuple(
             cross_attention_of(block).sequence_state(w)
             for block, w in zip(layers.decoder_blocks, weights)
