@@ -524,7 +524,8 @@ def _unknown_flags(args, unknown):
         and any(name in names for names, _ in row[key])
     )
     if name.startswith("-") and owners:
-        return f"{where}: error: {name} applies to the {' and '.join(owners)} only"
+        listed = ", ".join(owners[:-1]) + " and " + owners[-1] if len(owners) > 1 else owners[0]
+        return f"{where}: error: {name} applies to the {listed} only"
     return f"{where}: error: unrecognized arguments: {' '.join(unknown)} (see {where} --help)"
 
 

@@ -202,7 +202,7 @@ def test_load_names_a_newer_keras_that_saved_the_model(tmp_path):
 
 
 def test_get_task_and_presets():
-    assert set(TASKS) == {"translator", "tagger", "nat"}
+    assert set(TASKS) == {"translator", "tagger", "nat", "transliterator"}
     assert get_task(TASKS["tagger"]) is TASKS["tagger"]
     with pytest.raises(ValueError, match="Unknown task 'gpt'"):
         get_task("gpt")
