@@ -43,16 +43,21 @@ def corpus_bleu(hypotheses, references):
     }
 
 
-def save_evaluation(output_dir, name, sources, hypotheses, references, extra=None):
-    """Score and write ``{name}.hyp.txt`` and ``{name}.bleu.json`` next to each other.
+def save_evaluation(output_dir, name, sources, hypotheses, references, extra=None,
+                    score=None, kind="bleu"):  # fmt: skip
+    """Score and write ``{name}.hyp.txt`` and ``{name}.{kind}.json`` next to each other.
+
+    ``score(hypotheses, references) -> dict`` is :func:`corpus_bleu` by default (a task with
+    other scores, the transliterator's, passes its own and its ``kind``).
 
     Returns:
-        The score dict of :func:`corpus_bleu`, with ``extra`` merged in.
+        The score dict, with ``extra`` merged in.
     """
     os.makedirs(output_dir, exist_ok=True)
-    scores = {**corpus_bleu(hypotheses, references), "sentences": len(hypotheses), **(extra or {})}
+    score = score or corpus_bleu
+    scores = {**score(hypotheses, references), "sentences": len(hypotheses), **(extra or {})}
     with open(os.path.join(output_dir, f"{name}.hyp.txt"), "w", encoding="utf-8") as f:
         f.writelines(one_line(h) + "\n" for h in hypotheses)
-    with open(os.path.join(output_dir, f"{name}.bleu.json"), "w") as f:
+    with open(os.path.join(output_dir, f"{name}.{kind}.json"), "w") as f:
         json.dump(scores, f, indent=2)
     return scores

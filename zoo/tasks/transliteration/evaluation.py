@@ -1,13 +1,8 @@
 """The transliterator's scores: whole outputs right, and the character error rate."""
 
-import json
-import os
-
 import keras
 
-from zoo.data.multi30k import one_line
-
-__all__ = ["ValidationExact", "edit_distance", "transliteration_scores", "save_scores"]
+__all__ = ["ValidationExact", "edit_distance", "transliteration_scores"]
 
 
 def edit_distance(a, b):
@@ -38,18 +33,6 @@ def transliteration_scores(hypotheses, references):
     errors = sum(edit_distance(h, r) for h, r in zip(hypotheses, references))
     return {"exact": exact / len(references),
             "cer": errors / max(1, sum(len(r) for r in references))}  # fmt: skip
-
-
-def save_scores(output_dir, name, hypotheses, references, extra=None):
-    """Score and write ``{name}.hyp.txt`` and ``{name}.scores.json``; returns the scores."""
-    os.makedirs(output_dir, exist_ok=True)
-    scores = {**transliteration_scores(hypotheses, references), "sentences": len(hypotheses),
-              **(extra or {})}  # fmt: skip
-    with open(os.path.join(output_dir, f"{name}.hyp.txt"), "w", encoding="utf-8") as f:
-        f.writelines(one_line(h) + "\n" for h in hypotheses)
-    with open(os.path.join(output_dir, f"{name}.scores.json"), "w") as f:
-        json.dump(scores, f, indent=2)
-    return scores
 
 
 class ValidationExact(keras.callbacks.Callback):

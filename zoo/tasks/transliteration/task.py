@@ -15,10 +15,11 @@ from dataclasses import replace
 from zoo.artifacts import SENTENCEPIECE_PREFIX
 from zoo.data import train_sentencepiece
 from zoo.data.transliteration import SPLITS, load_transliteration
+from zoo.evaluation.bleu import save_evaluation
 from zoo.models.translator import PRESETS as TRANSLATOR_PRESETS
 from zoo.models.translator import build_translator
 from zoo.tasks.translation.task import TranslationTask
-from zoo.tasks.transliteration.evaluation import ValidationExact, save_scores
+from zoo.tasks.transliteration.evaluation import ValidationExact, transliteration_scores
 
 __all__ = ["PRESETS", "TransliterationTask"]
 
@@ -88,8 +89,10 @@ class TransliterationTask(TranslationTask):
         hypotheses = self.translate(model, vocabulary, [s for s, _ in pairs], method=method,
                                     verbose=verbose, **options)  # fmt: skip
         name = f"{split}.{method}{options.get('beam_size', '')}"
-        scores = save_scores(output_dir, name, hypotheses, [t for _, t in pairs],
-                             extra={"split": split, "method": method})  # fmt: skip
+        scores = save_evaluation(
+            output_dir, name, [s for s, _ in pairs], hypotheses, [t for _, t in pairs],
+            extra={"split": split, "method": method}, score=transliteration_scores, kind="scores",
+        )  # fmt: skip
         return [f"{split}: exact {scores['exact']:.2%}, CER {scores['cer']:.2%} "
                 f"({len(pairs)} phrases); outputs in {output_dir}"]  # fmt: skip
 
