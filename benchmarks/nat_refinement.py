@@ -3,11 +3,13 @@ early stopping (off by default), and at the gold lengths (which isolates the len
 
 Only the validation split: the settings are chosen on it. BLEU is sacreBLEU 13a, lowercased.
 
-    python benchmarks/nat_refinement.py [--nat saved_models/nat-en-de] [--quick]
+    python benchmarks/nat_refinement.py --nat DIR [--quick]
+
+DIR is a CMLM NAT (a workdir or an export folder); the shipped NAT is a CTC decoder, which has
+nothing to refine. The CMLM shipped before it is in git at 7cd084b (saved_models/nat-en-de).
 """
 
 import argparse
-import os
 
 from zoo_cli import quiet_native_logs
 
@@ -18,16 +20,16 @@ from nat_vs_at import length_report  # noqa: E402
 
 from zoo.data import load_multi30k  # noqa: E402
 from zoo.evaluation import corpus_bleu  # noqa: E402
+from zoo.models.nat import nat_modes  # noqa: E402
 from zoo.tasks import load, translate  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ITERATIONS = (1, 2, 4, 10)
 LENGTH_BEAMS = (1, 3, 5)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nat", default=os.path.join(ROOT, "saved_models", "nat-en-de"))
+    parser.add_argument("--nat", required=True, help="a CMLM NAT: workdir or export folder")
     parser.add_argument("--quick", action="store_true", help="smoke run: 32 sentences")
     parser.add_argument("--no-record", action="store_true", help="do not write to RESULTS.md")
     args = parser.parse_args()
@@ -35,6 +37,8 @@ def main():
     pairs = load_multi30k("val")[: 32 if args.quick else None]
     sources, references = [s for s, _ in pairs], [t for _, t in pairs]
     _, model, vocabulary = load(args.nat, "nat")
+    if nat_modes(model).ctc:
+        parser.error(f"{args.nat} holds a CTC NAT: one pass, nothing to refine; pass a CMLM")
 
     def bleu(**settings):
         hypotheses = translate(model, vocabulary, sources, method="mask_predict", **settings)

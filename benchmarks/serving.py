@@ -5,8 +5,9 @@ Python path on the same sentences, at batch 1 and batch 64, in one run.
   (its search compiled by XLA) against the plain signatures (``translate_greedy``,
   ``serving_default``: graph mode, no XLA, they run on any TF Serving) and the XLA ones
   (``translate_greedy_xla``, ``translate_xla``);
-- NAT (``saved_models/nat-en-de``), 4 iterations and 3 candidate lengths: ``translate(...,
-  method="mask_predict")`` against ``serving_default`` and ``translate_xla``;
+- NAT (``saved_models/nat-en-de``), 4 iterations and 3 candidate lengths (a CTC NAT, the one
+  shipped now, clamps them to its one pass): ``translate(..., method="mask_predict")`` against
+  ``serving_default`` and ``translate_xla``;
 - tagger (``saved_models/tagger-en-ewt``): :func:`zoo.tasks.tagging.search.tag_sentences` against
   ``serving_default``.
 
