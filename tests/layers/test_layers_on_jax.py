@@ -521,6 +521,23 @@ def _nat():
     search = nat_translator_search(model, "mask_predict", 8)
     np.testing.assert_array_equal(np.asarray(jax.jit(search)(source)), np.asarray(search(source)))
 
+    # Its loss (the forward recursion in Keras ops) and gradient under jax.jit: NumPy's.
+    from tests.training.test_ctc_loss import forward_nll, log_softmax, numeric_gradient
+    from zoo.training.losses import CTCLoss
+
+    logits = np.random.default_rng(1).normal(size=(2, 6, 5))
+    labels = [[2, 2], [3]]
+
+    def numpy_loss(x):
+        nll = [forward_nll(row, log_softmax(x[i])) / len(row) for i, row in enumerate(labels)]
+        return np.mean(nll)
+
+    padded = np.array([[2, 2], [3, 0]], "int32")
+    value_and_grad = jax.jit(jax.value_and_grad(lambda x: CTCLoss(1)(padded, x)))
+    loss, grad = value_and_grad(logits.astype("float32"))
+    assert abs(float(loss) - numpy_loss(logits)) < 1e-4, (float(loss), numpy_loss(logits))
+    np.testing.assert_allclose(np.asarray(grad), numeric_gradient(numpy_loss, logits), atol=1e-4)
+
 
 def _dropout():
     """The hashed dropout mask on JAX equals the Python-integer reference, under jit."""

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from zoo.training.losses import CTCLoss
 
@@ -56,3 +57,57 @@ def test_config_round_trip():
     assert CTCLoss.from_config(loss.get_config()).blank_id == BLANK
     with pytest.raises(TypeError):
         CTCLoss()
+
+
+def numeric_gradient(f, x, step=1e-3):
+    """The central difference of the scalar f at every entry of x (float64)."""
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        plus, minus = x.copy(), x.copy()
+        plus[index] += step
+        minus[index] -= step
+        grad[index] = (f(plus) - f(minus)) / (2 * step)
+    return grad
+
+
+def test_the_gradient_is_the_central_difference_of_the_numpy_loss():
+    rng = np.random.default_rng(1)
+    logits = rng.normal(size=(2, 5, 4))
+    labels = np.array([[2, 2], [3, 0]])  # a repeat, and a single label
+
+    def numpy_loss(x):
+        per_sentence = [forward_nll(row, log_softmax(x[i])) / len(row)
+                        for i, row in enumerate([[2, 2], [3]])]  # fmt: skip
+        return np.mean(per_sentence)
+
+    x = tf.Variable(logits.astype("float32"))
+    with tf.GradientTape() as tape:
+        loss = CTCLoss(BLANK)(labels, x * 1.0)
+    got = tape.gradient(loss, x).numpy()
+    np.testing.assert_allclose(got, numeric_gradient(numpy_loss, logits), atol=1e-4)
+
+
+def test_the_loss_and_its_gradient_under_xla_on_unknown_lengths_are_tensorflows():
+    """Against ``tf.nn.ctc_loss`` (which the loss replaced for speed), jit-compiled as ``fit``
+    traces it: unknown batch, width and label length, with an empty label sequence."""
+    rng = np.random.default_rng(2)
+    logits = rng.normal(size=(3, 9, 7)).astype("float32")
+    labels = np.array([[3, 3, 5, 6], [4, 0, 0, 0], [0, 0, 0, 0]], "int32")
+    counts = (labels != 0).sum(1)
+    spec = [tf.TensorSpec([None, None, 7]), tf.TensorSpec([None, None], tf.int32)]
+
+    def loss_and_gradient(function):
+        def run(x, y):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                total = tf.reduce_sum(function(x, y))
+            return total, tape.gradient(total, x)
+
+        return tf.function(run, jit_compile=True, input_signature=spec)(logits, labels)
+
+    ours = CTCLoss(BLANK, reduction=None)
+    got = loss_and_gradient(lambda x, y: ours(y, x) * tf.cast(tf.maximum(counts, 1), tf.float32))
+    expected = loss_and_gradient(lambda x, y: tf.nn.ctc_loss(
+        y, x, counts, tf.fill([3], 9), logits_time_major=False, blank_index=BLANK))  # fmt: skip
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-5)
+    np.testing.assert_allclose(got[1], expected[1], atol=1e-5)

@@ -18,6 +18,7 @@ from zoo.layers.ctc import (
     CTCBlankPadding,
     SourceUpsampling,
     ctc_best_alignment,
+    ctc_log_likelihood,
     ctc_positions_needed,
 )
 from zoo.layers.glancing import AllMasked, CTCGlancingSampler, GlancingSampler, LossMask

@@ -21,7 +21,7 @@ The chain is scored in float32 whatever the compute dtype.
 import keras
 from keras import ops
 
-from zoo.layers.loops import bounded_loop, scan_over_time
+from zoo.layers.loops import fold_over_time, scan_over_time
 from zoo.layers.masking import implicit_mask
 
 __all__ = [
@@ -48,24 +48,6 @@ def _prepare(potentials, mask):
     return potentials, mask, first
 
 
-def _fold_over_time(step, init, *sequences):
-    """The carry after ``step(carry, *x_t)`` at each t of the ``(B, T, ...)`` sequences, in order.
-
-    What the loss differentiates. On TensorFlow it is a loop bounded by T
-    (:func:`~zoo.layers.loops.bounded_loop`), without which a CRF could not train under XLA;
-    JAX cannot differentiate a ``while_loop``, so there it is a ``scan``.
-    """
-    if keras.backend.backend() != "tensorflow":
-        carry, _ = scan_over_time(lambda c, *x: (step(c, *x), None), init, *sequences)
-        return carry
-    time_major = [ops.moveaxis(x, 1, 0) for x in sequences]  # (T, B, ...)
-    return bounded_loop(
-        ops.shape(sequences[0])[1],
-        lambda t, carry: step(carry, *(ops.take(x, t, axis=0) for x in time_major)),
-        init,
-    )
-
-
 def crf_log_partition(potentials, mask=None):
     """The log-partition ``log Z`` of each sequence: the forward algorithm in log space.
 
@@ -89,7 +71,7 @@ def crf_log_partition(potentials, mask=None):
         return ops.where(ops.expand_dims(m, 1), alpha_new, alpha)
 
     init = ops.zeros_like(potentials[:, 0, 0])  # (B, K)
-    alpha = _fold_over_time(step, init, potentials, mask, first)
+    alpha = fold_over_time(step, init, potentials, mask, first)
     return ops.where(ops.any(mask, axis=1), ops.logsumexp(alpha, axis=-1), 0.0)  # (B,)
 
 
@@ -117,7 +99,7 @@ def crf_sequence_score(potentials, tags, mask=None):
 
     batch_zeros = ops.zeros_like(potentials[:, 0, 0, 0])  # (B,)
     init = (batch_zeros, ops.cast(batch_zeros, "int32"))
-    score, _ = _fold_over_time(step, init, potentials, tags, mask, first)
+    score, _ = fold_over_time(step, init, potentials, tags, mask, first)
     return score
 
 

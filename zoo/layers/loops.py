@@ -49,6 +49,29 @@ def scan_over_time(step, init, *sequences):
     return ops.scan(body, init, ops.arange(ops.shape(sequences[0])[1], dtype="int32"))
 
 
+def fold_over_time(step, init, *sequences):
+    """The carry after ``step(carry, *x_t)`` at each t of the ``(B, T, ...)`` sequences, in order:
+    a forward algorithm's sum (a CRF's partition, a CTC loss) that training differentiates.
+
+    On TensorFlow it is a loop bounded by T (:func:`bounded_loop`), without which its gradient
+    does not compile under XLA; JAX cannot differentiate a ``while_loop``, so there it is a
+    ``scan``.
+
+    Example:
+        >>> float(fold_over_time(lambda total, x: total + x, ops.zeros((1,)), ops.ones((1, 3)))[0])
+        3.0
+    """
+    if keras.backend.backend() != "tensorflow":
+        carry, _ = scan_over_time(lambda c, *x: (step(c, *x), None), init, *sequences)
+        return carry
+    time_major = [ops.moveaxis(x, 1, 0) for x in sequences]  # (T, B, ...)
+    return bounded_loop(
+        ops.shape(sequences[0])[1],
+        lambda t, carry: step(carry, *(ops.take(x, t, axis=0) for x in time_major)),
+        init,
+    )
+
+
 def scan_carries(step, init, sequence):
     """Every carry of ``carry = step(carry, x_t)`` over axis 0 of ``sequence`` ``(T, ...)``:
     ``(T,) + carry.shape``, differentiable on TensorFlow (under XLA too) and on JAX.

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from zoo.layers.ctc import ctc_positions_needed
+from zoo.layers.ctc import ctc_log_likelihood, ctc_positions_needed
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -105,13 +105,12 @@ class CTCLoss(keras.losses.Loss):
         self.pad_id = pad_id
 
     def call(self, y_true, y_pred):
-        y_pred = ops.cast(y_pred, "float32")  # (B, L, V)
+        log_probs = ops.log_softmax(ops.cast(y_pred, "float32"), axis=-1)  # (B, L, V)
         y_true = ops.cast(y_true, "int32")  # (B, T)
         counts = ops.sum(ops.cast(ops.not_equal(y_true, self.pad_id), "int32"), axis=1)  # (B,)
-        widths = ops.full((ops.shape(y_pred)[0],), ops.shape(y_pred)[1], "int32")
-        nll = ops.ctc_loss(y_true, y_pred, counts, widths, mask_index=self.blank_id)  # (B,)
-        needed = ctc_positions_needed(y_true, self.pad_id)
-        nll = ops.where(ops.isfinite(nll) & (needed <= widths), nll, 0.0)
+        nll = -ctc_log_likelihood(log_probs, y_true, self.blank_id, self.pad_id)  # (B,)
+        feasible = ctc_positions_needed(y_true, self.pad_id) <= ops.shape(y_pred)[1]
+        nll = ops.where(feasible, nll, 0.0)  # the where also stops its gradient
         return nll / ops.cast(ops.maximum(counts, 1), "float32")
 
     def get_config(self):
