@@ -21,8 +21,8 @@ from keras import ops  # noqa: E402
 
 from zoo.layers import ctc_log_likelihood  # noqa: E402
 from zoo.models.nat import MASK_ID, build_nat_translator, get_config  # noqa: E402
-from zoo.tasks.nat.task import NATTask  # noqa: E402
 from zoo.training.losses import CTCLoss  # noqa: E402
+from zoo.training.optimizer import make_optimizer  # noqa: E402
 
 VOCAB = 8000
 
@@ -73,8 +73,8 @@ def train_steps(rng):
     y = {"tokens": x["target_in"]}
     steps = {}
     for name, loss in (("zoo", CTCLoss(MASK_ID)), ("tf.nn.ctc_loss", TensorFlowCTCLoss(MASK_ID))):
-        model = NATTask().compile_model(build_nat_translator(config), config, jit_compile=True)
-        model.compile(optimizer=model.optimizer, loss={"tokens": loss}, jit_compile=True)
+        model = build_nat_translator(config)
+        model.compile(optimizer=make_optimizer(config), loss={"tokens": loss}, jit_compile=True)
         steps[name] = lambda model=model: model.train_on_batch(x, y)
     return steps
 
