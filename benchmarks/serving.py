@@ -5,9 +5,10 @@ Python path on the same sentences, at batch 1 and batch 64, in one run.
   (its search compiled by XLA) against the plain signatures (``translate_greedy``,
   ``serving_default``: graph mode, no XLA, they run on any TF Serving) and the XLA ones
   (``translate_greedy_xla``, ``translate_xla``);
-- NAT (``saved_models/nat-en-de``), as its ``serving_default`` decodes: a CMLM with 4
-  iterations and 3 candidate lengths, a CTC NAT (the one shipped now) in its one pass:
-  ``translate(..., method="mask_predict")`` against ``serving_default`` and ``translate_xla``;
+- NAT (``saved_models/nat-en-de``), with the defaults of its ``serving_default``
+  (:func:`zoo.models.nat.search.nat_counts`: a CMLM 4 iterations and 3 candidate lengths, a CTC
+  NAT, the one shipped now, its one pass): ``translate(..., method="mask_predict")`` against
+  ``serving_default`` and ``translate_xla``;
 - tagger (``saved_models/tagger-en-ewt``): :func:`zoo.tasks.tagging.search.tag_sentences` against
   ``serving_default``.
 
@@ -42,7 +43,6 @@ from tagger_throughput import python_tags, serving_tags  # noqa: E402  (tag_sent
 
 from zoo.artifacts import latest_serving_path  # noqa: E402
 from zoo.data import load_multi30k, load_ud_english_ewt  # noqa: E402
-from zoo.models.nat import nat_modes  # noqa: E402
 from zoo.tasks import translate  # noqa: E402
 from zoo.tasks import load  # noqa: E402
 
@@ -51,7 +51,6 @@ SAVED = os.path.join(ROOT, "saved_models")
 TITLE = "Serving: the shipped SavedModels against in-process decoding (ms per sentence)"
 # The most served / in-process time of each kind of signature, by batch size.
 TARGETS = {"plain": {1: 3.0, 64: 1.5}, "XLA": {1: 1.5, 64: 1.5}}
-NAT_SETTINGS = {"iterations": 4, "length_beam": 3}  # the NAT's serving_default
 NAT_CASE = "NAT serving_default"
 # Issue 42's speed targets, through the SavedModels: the NAT at least this many times faster
 # than the translator's search of the same kind of signature, at both batch sizes.
@@ -87,11 +86,8 @@ def translator_cases():
         kind: (lambda batch, f=nat_served.signatures[name]: texts_of(f(inputs=tf.constant(batch))))
         for kind, name in (("plain", "serving_default"), ("XLA", "translate_xla"))
     }
-    settings = {} if nat_modes(nat).ctc else NAT_SETTINGS  # what serving_default runs
-    cases[NAT_CASE] = (
-        lambda batch: translate(
-            nat, nat_tokenizer, batch, "mask_predict", batch_size=len(batch), **settings
-        ),
+    cases[NAT_CASE] = (  # the model's default iterations and length beam, as serving_default
+        lambda batch: translate(nat, nat_tokenizer, batch, "mask_predict", batch_size=len(batch)),
         nat_signatures,
     )
     return cases
