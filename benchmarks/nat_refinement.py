@@ -66,8 +66,9 @@ def main():
     for note in notes:
         print(note)
     if not (args.no_record or args.quick):
-        append_results("NAT refinement on val", "python benchmarks/nat_refinement.py", table,
-                       notes)  # fmt: skip
+        # One section per model: a second NAT's run does not replace the first's.
+        append_results(f"NAT refinement on val ({args.nat})",
+                       f"python benchmarks/nat_refinement.py --nat {args.nat}", table, notes)
 
 
 if __name__ == "__main__":
