@@ -80,7 +80,8 @@ def main():
     header = ["accuracy on the hidden tokens, %"] + [f"r={share}" for share in SHARES]
     table = markdown_table(header, rows)
     print("\n".join(table))
-    notes = [f"{len(pairs)} val sentences; " + ", ".join(f"{label}: {folder}" for label, folder in args.nat)]
+    folders = ", ".join(f"{label}: {folder}" for label, folder in args.nat)
+    notes = [f"{len(pairs)} val sentences; {folders}"]
     if not (args.no_record or args.quick):
         append_results("NAT accuracy with gold tokens revealed (val)",
                        "python benchmarks/nat_revealed.py " + " ".join(
