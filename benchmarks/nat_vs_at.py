@@ -12,7 +12,7 @@ Then, for each NAT: how far its rows are from the issue's targets, and for a len
 its accuracy and BLEU with the gold length given (what the length prediction costs).
 
     python benchmarks/nat_vs_at.py --at saved_models/translator-en-de \
-        --nat CMLM=saved_models/nat-en-de --nat CTC+GLAT=workdirs/nat-ctc-glat \
+        --nat CTC=saved_models/nat-en-de --nat CMLM=workdirs/nat-cmlm \
         --fast-at "AT 7+1"=workdirs/at-deep-shallow
 """
 
