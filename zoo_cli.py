@@ -13,6 +13,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import zipfile
 
@@ -166,22 +167,77 @@ COPY_MECHANISM = flag("--copy-mechanism", action="store_true",
 SERVING_VERSION = flag("--serving-version", dest="version", type=positive_int, metavar="N",
                        help="write the SavedModel to serving/N/, TF Serving's version folder "
                        "(default 1)")
-# Absolute, so that the workdir's config names the same folder from any current directory.
-DATA = flag("--data", dest="data_dir", type=os.path.abspath,
-            help="a folder of `zoo distill`: train on its pairs instead of Multi30k's train split")
+
+
+class CorpusFlag(argparse.Action):
+    """``--train SRC TGT [WEIGHT]`` and ``--valid SRC TGT``, repeatable: each a corpus of two
+    line-aligned files (paths or quoted globs of shards, plain or gzipped)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        weighted = option_string == "--train"
+        if len(values) not in ((2, 3) if weighted else (2,)):
+            shape = "SRC TGT [WEIGHT]" if weighted else "SRC TGT"
+            raise argparse.ArgumentError(
+                self, f"takes {shape}, got {len(values)} value(s): {' '.join(values)[:200]} "
+                "(quote a glob, so that the shell does not expand it: 'train.*.en.gz')"
+            )
+        corpus = list(values[:2])
+        if len(values) == 3:
+            if not (_is_number(values[2]) and float(values[2]) > 0):
+                raise argparse.ArgumentError(self, f"the weight {values[2]!r} is not a number "
+                                             "above 0")  # fmt: skip
+            corpus.append(float(values[2]))
+        given = getattr(namespace, self.dest, None)
+        setattr(namespace, self.dest, [*(given if isinstance(given, list) else []), corpus])
+
+
+def _is_number(text):
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+TRAIN_FILES = flag("--train", dest="train_files", nargs="+", action=CorpusFlag,
+                   metavar="SRC TGT [WEIGHT]",
+                   help="a parallel corpus: two line-aligned files (or quoted globs of shards; "
+                   "plain or gzipped), with a sampling weight if several are mixed; repeat for "
+                   "several corpora (default: the bundled Multi30k En-De); needs --valid")
+VALID_FILES = flag("--valid", dest="valid_files", nargs="+", action=CorpusFlag,
+                   metavar="SRC TGT", help="the validation pairs' two files")
+SOURCE_LANG = flag("--source-lang", type=str, metavar="CODE",
+                   help="the source language (default: the --train file's suffix, train.en)")
+TARGET_LANG = flag("--target-lang", type=str, metavar="CODE",
+                   help="the target language (default: the --train file's suffix)")
+SHUFFLE_BUFFER = flag("--shuffle-buffer", type=positive_int, metavar="PAIRS",
+                      help="pairs shuffled together (default 100000)")
+VOCAB_SAMPLE = flag("--vocab-sample-size", type=positive_int, metavar="N",
+                    help="learn the vocabulary from a random sample of at most N sentences "
+                    "(default 1000000)")
+SENTENCEPIECE_MODEL = flag("--sentencepiece-model", dest="vocabulary_file", metavar="FILE",
+                           help="use this SentencePiece model as the vocabulary (its size "
+                           "sets --vocab-size); a `zoo distill` folder's is its teacher's")
+EVALUATION_FILES = (
+    flag("--source", metavar="FILE", help="translate this file (plain or gzipped) and score it "
+         "against --reference with BLEU and chrF, instead of the bundled splits"),
+    flag("--reference", metavar="FILE", action="append",
+         help="the reference translations of --source, line by line; repeat for several"),
+)
+DATA = (TRAIN_FILES, VALID_FILES, SOURCE_LANG, TARGET_LANG, SHUFFLE_BUFFER, VOCAB_SAMPLE,
+        SENTENCEPIECE_MODEL)
 
 TRANSLATE_HELP = "translate sentences (arguments, or stdin one per line)"
 # One row per task of zoo.tasks.TASKS (tests/test_cli_table.py keeps them in step): a new task
 # adds its row here and nothing else outside its own files.
 TASKS = {
     "translator": {
-        "help": "the autoregressive En->De translator (Multi30k)",
+        "help": "the autoregressive translator (your corpus; Multi30k En->De bundled)",
         "presets": ("tiny", "demo", "small", "deep_shallow", "base"),
         "splits": ("train", "val", "test2016"),
         "predict": "translate",
         "predict_help": TRANSLATE_HELP,
         "train": (
-            EPOCHS, BATCH_TOKENS, ACCUMULATE, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE,
+            EPOCHS, BATCH_TOKENS, ACCUMULATE, MAX_LENGTH, VOCAB_SIZE, *DATA, BLEU_SAMPLE,
             *REGULARIZATION,
             CROSS_ATTENTION_SCORE, CROSS_ATTENTION, CROSS_ATTENTION_LAYERS, SCHEDULED_SAMPLING,
             SCHEDULED_SAMPLING_K, GUIDED_ATTENTION, COPY_MECHANISM,
@@ -189,7 +245,7 @@ TASKS = {
         "evaluate": (
             flag("--method", choices=("beam", "greedy"), help="search (default beam)"),
             flag("--beam-size", type=positive_int, help="beams (default 5)"),
-            ALPHA,
+            ALPHA, *EVALUATION_FILES,
         ),
         "predict_flags": (
             flag("--method", choices=("beam", "greedy", "sample"), help="search (default beam)"),
@@ -214,13 +270,14 @@ TASKS = {
         "export": (SERVING_VERSION,),
     },
     "nat": {
-        "help": "the non-autoregressive En->De translator (Multi30k; CMLM, Mask-Predict)",
+        "help": "the non-autoregressive translator (your corpus; Multi30k En->De bundled; CMLM "
+        "and Mask-Predict, or CTC)",
         "presets": ("tiny", "small"),
         "splits": ("train", "val", "test2016"),
         "predict": "translate",
         "predict_help": TRANSLATE_HELP,
         "train": (
-            EPOCHS, BATCH_TOKENS, ACCUMULATE, MAX_LENGTH, VOCAB_SIZE, DATA, BLEU_SAMPLE,
+            EPOCHS, BATCH_TOKENS, ACCUMULATE, MAX_LENGTH, VOCAB_SIZE, *DATA, BLEU_SAMPLE,
             *REGULARIZATION,
             CROSS_ATTENTION_SCORE,
             flag("--decoder-input", choices=("mask", "copy"),
@@ -240,7 +297,7 @@ TASKS = {
             flag("--glancing-anneal-steps", type=positive_int, metavar="N",
                  help="steps of the glancing ratio's anneal (default 4000)"),
         ),
-        "evaluate": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH),
+        "evaluate": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH, *EVALUATION_FILES),
         "predict_flags": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH),
         "export": (SERVING_VERSION,),
     },
@@ -277,7 +334,11 @@ def predict_verbs():
 
 # ---------------------------------------------------------------- the parser
 class _Parser(argparse.ArgumentParser):
-    """argparse with a one-line error: the problem and where the help is."""
+    """argparse with a one-line error: the problem and where the help is, and no prefix
+    matching: a shortened or misspelled flag is an error, never another flag."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, allow_abbrev=False, **kwargs)
 
     def error(self, message):
         raise _usage_error(f"{self.prog}: error: {message} (see {self.prog} --help)")
@@ -296,7 +357,7 @@ def _add(parser, flags):
 
 
 def _common():
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     common.add_argument("--seed", type=int, help="seed every random generator (reproducible runs)")
     common.add_argument("--debug", action="store_true", help="show tracebacks")
     return common
@@ -362,7 +423,8 @@ def build_parser():
         options, added = {}, set()
         for task, row in TASKS.items():
             if row["predict"] == verb:
-                options[task] = _add(argparse.ArgumentParser(add_help=False), row["predict_flags"])
+                options[task] = _add(argparse.ArgumentParser(add_help=False, allow_abbrev=False),
+                                     row["predict_flags"])
                 for names, flag_options in row["predict_flags"]:
                     if names not in added:  # two tasks of one verb may share a flag
                         added.add(names)
@@ -416,6 +478,7 @@ def main(argv=None):
     if unknown:
         raise _usage_error(_unknown_flags(args, unknown))
     _check_model_folder(args)
+    _check_data_flags(args)
     try:
         cli = _import_commands(quiet=not args.debug)
         cli.run(args)
@@ -476,6 +539,53 @@ def _check_model_folder(args):
     if task in TASKS and task not in expected:
         verb = TASKS[task]["predict"]
         raise _usage_error(f"{where} {other.format(folder=folder, task=task, verb=verb)}")
+
+
+LANGUAGE_SUFFIX = re.compile(r"[a-z]{2,3}([-_][A-Za-z0-9]{2,8})?")
+NOT_LANGUAGES = {"txt", "tsv", "csv", "tok", "bpe", "raw", "xml", "dat", "out", "ref", "hyp", "src",
+                 "tgt", "trg", "sgm", "log", "tmp"}  # file types, not ISO 639 codes
+
+
+def _check_data_flags(args):
+    """``zoo evaluate --source`` needs ``--reference`` and takes no ``--splits``.
+    ``--train`` needs ``--valid`` (no silent fall-back to Multi30k's validation pairs), and
+    its languages, named or read from the files' suffixes (``train.cs.gz``: ``cs``)."""
+    if args.command == "evaluate" and (hasattr(args, "source") or hasattr(args, "reference")):
+        where = f"zoo evaluate {args.task}: error:"
+        if not (hasattr(args, "source") and hasattr(args, "reference")):
+            raise _usage_error(f"{where} --source and --reference go together")
+        if args.splits:
+            raise _usage_error(f"{where} --source scores a file: give it or --splits, not both")
+        for path in (args.source, *args.reference):
+            if not os.path.isfile(path):
+                raise _usage_error(f"{where} {path}: no such file")
+    if args.command != "train" or not getattr(args, "train_files", None):
+        return
+    where = f"zoo train {args.task}: error:"
+    if not getattr(args, "valid_files", None):
+        raise _usage_error(f"{where} --train needs --valid SRC TGT, the validation pairs of "
+                           "the same languages")  # fmt: skip
+    for index, side in enumerate(("source", "target")):
+        dest = f"{side}_lang"
+        if getattr(args, dest, None) is None:
+            language = _language_of(args.train_files[0][index])
+            if language is None:
+                raise _usage_error(
+                    f"{where} the {side} language of {args.train_files[0][index]} is not in its "
+                    f"name (as in train.en.gz): give --{side}-lang CODE"
+                )
+            setattr(args, dest, language)
+    if args.source_lang == args.target_lang:
+        raise _usage_error(f"{where} the source and target languages are both "
+                           f"{args.source_lang!r}: give --source-lang and --target-lang")
+
+
+def _language_of(path):
+    """The language code that ends a file's name, before .gz (``train.en.gz``: ``en``)."""
+    name = os.path.basename(path)
+    name = name[:-3] if name.endswith(".gz") else name
+    suffix = name.rsplit(".", 1)[-1] if "." in name else ""
+    return suffix if LANGUAGE_SUFFIX.fullmatch(suffix) and suffix not in NOT_LANGUAGES else None
 
 
 def _import_commands(quiet):

@@ -15,6 +15,8 @@ import zipfile
 
 MODEL_FILE = "model.keras"  # the trained (or exported) model
 CONFIG_FILE = "config.json"  # the model config a workdir was trained with
+DATA_FILE = "data.json"  # a workdir's training files (names, sizes, checksums) and languages
+LANGUAGES_FILE = "languages.json"  # an export's languages, beside the model and in assets.extra
 SENTENCEPIECE_PREFIX = "sentencepiece"  # the translators' joint vocabulary, without its suffix
 SENTENCEPIECE_FILE = SENTENCEPIECE_PREFIX + ".model"
 TAGGER_VOCABULARY_FILE = "vocabulary.json"  # the tagger's word, character and XPOS vocabularies
@@ -22,6 +24,7 @@ TAGGER_VOCABULARY_FILE = "vocabulary.json"  # the tagger's word, character and X
 # out) per version in a folder named by the number; TF Serving serves the highest.
 SERVING_DIR = "serving"
 SERVING_VERSION = 1  # the version `zoo export` writes unless told otherwise
+ASSETS_EXTRA_DIR = "assets.extra"  # a SavedModel's files for the server (TF Serving's name)
 
 # Training state in a workdir.
 CHECKPOINT_FILE = "checkpoint.keras"  # the model after the last finished epoch
@@ -38,6 +41,26 @@ DISTILL_MANIFEST_FILE = "distill.json"  # teacher, beam size, sentences, seconds
 DISTILL_SOURCE_FILE = "train.en"  # the training sources, one per line, in corpus order
 DISTILL_TARGET_FILE = "train.de"  # the teacher's translations, line by line with the sources
 DISTILL_PARTIAL_FILE = "train.de.partial"  # "index<TAB>translation" lines, as they are made
+
+
+def read_languages(folder):
+    """The languages of a workdir (``data.json``) or an export folder (``languages.json``):
+    ``{"source": .., "target": ..}``, or None where none is recorded."""
+    for name, key in ((LANGUAGES_FILE, None), (DATA_FILE, "languages")):
+        path = os.path.join(os.fspath(folder), name)
+        if os.path.exists(path):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    record = json.load(f)
+                record = record.get(key) if key else record
+            except (OSError, ValueError, AttributeError):
+                raise ValueError(f"{path}: not a readable JSON record of the languages") from None
+            if record is None:
+                continue
+            if not (isinstance(record, dict) and set(record) == {"source", "target"}):
+                raise ValueError(f"{path}: its languages are not {{source, target}}: {record!r}")
+            return record
+    return None
 
 
 def read_model(path):

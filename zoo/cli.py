@@ -16,9 +16,11 @@ from zoo.artifacts import (
     DISTILL_TARGET_FILE,
     EVAL_DIR,
     MODEL_FILE,
+    read_languages,
 )
 from zoo.data import one_line
 from zoo.tasks import get_task, load
+from zoo.tasks.task import EvaluationFiles
 from zoo.tasks.translation.distillation import distill
 from zoo.training import train
 from zoo.training.average import average_checkpoints
@@ -45,6 +47,10 @@ def _started_epochs(workdir):
     return epochs if isinstance(epochs, int) and epochs > 0 else None
 
 
+DATA_OPTIONS = ("train_files", "valid_files", "vocabulary_file")  # zoo_cli's data flags
+EVALUATION_OPTIONS = ("source", "reference")  # zoo evaluate's files, instead of the splits
+
+
 def cmd_train(args):
     task = get_task(args.task)
     options = _options(args, args.task_options)
@@ -56,11 +62,16 @@ def cmd_train(args):
         # preset's (a run started with --epochs 80 would otherwise stop at the preset's 40).
         overrides["epochs"] = started
     task_options = {name: value for name, value in options.items() if name not in fields}
+    data = {name: task_options.pop(name, None) for name in DATA_OPTIONS}
     config = task.get_config(args.preset, **overrides)
     train(
         task,
         config,
         args.workdir,
+        # Scanned now (line counts, UTF-8, checksums): a bad file is named before training.
+        train_data=task.training_data(config, data["train_files"]),
+        validation_data=task.validation_data(config, data["valid_files"]),
+        vocabulary_file=data["vocabulary_file"],
         strategy=args.strategy,
         jit_compile=args.xla,
         mixed_precision=args.mixed_precision,
@@ -75,14 +86,25 @@ def cmd_train(args):
     print(f"model saved to {os.path.join(args.workdir, MODEL_FILE)}")
 
 
+def _say_languages(folder):
+    """Print a model's languages on stderr, where a folder records them."""
+    languages = read_languages(folder)
+    if languages:
+        print(f"{folder}: {languages['source']} -> {languages['target']}", file=sys.stderr)
+
+
 def cmd_evaluate(args):
     task, model, vocabulary = load(args.workdir, args.task)
+    _say_languages(args.workdir)
     output_dir = args.output_dir or os.path.join(args.workdir, EVAL_DIR)
-    for split in args.splits or task.evaluation_splits:
-        lines = task.evaluate(
-            model, vocabulary, split, output_dir, verbose=True,
-            **_options(args, args.task_options),
-        )
+    splits = args.splits or task.evaluation_splits
+    if getattr(args, "source", None):
+        languages = read_languages(args.workdir) or {}
+        splits = [EvaluationFiles(args.source, tuple(args.reference), languages.get("target"))]
+    options = {name: value for name, value in _options(args, args.task_options).items()
+               if name not in EVALUATION_OPTIONS}  # fmt: skip
+    for split in splits:
+        lines = task.evaluate(model, vocabulary, split, output_dir, verbose=True, **options)
         for line in lines:
             print(line, flush=True)
 
@@ -90,23 +112,48 @@ def cmd_evaluate(args):
 def _predict(args):
     # zoo_cli has refused a model of a task this verb does not serve (before TensorFlow).
     task, model, vocabulary = load(args.workdir)
+    _say_languages(args.workdir)
     given = _options(args, {dest for dests in args.predict_options.values() for dest in dests})
     unknown = sorted(set(given) - set(args.predict_options[task.name]))
     if unknown:
         flags = ", ".join("--" + name.replace("_", "-") for name in unknown)
         raise ValueError(f"{flags}: not an option of the {task.name} in {args.workdir}")
-    lines = args.sentences
-    if not lines:
-        if sys.stdin.isatty():
-            print("reading sentences from stdin, one per line (Ctrl-D ends)", file=sys.stderr)
-        lines = [line.rstrip("\n") for line in sys.stdin]
-    for line in task.predict(model, vocabulary, lines, verbose=len(lines) > 1, **given):
-        print(one_line(line))  # one output line per input line, whatever the model emits
+    done = 0
+    for window in _windows(args.sentences):
+        for line in task.predict(model, vocabulary, window, verbose=len(window) > 1, **given):
+            print(one_line(line))  # one output line per input line, whatever the model emits
+        sys.stdout.flush()
+        done += len(window)
+        if len(window) == WINDOW:  # more may follow: say how far it is
+            print(f"{done} lines done", file=sys.stderr, flush=True)
+
+
+WINDOW = 10_000  # stdin lines predicted together: bounded memory, sorted by length within
+
+
+def _windows(sentences):
+    """The arguments, or stdin in windows of :data:`WINDOW` lines (a file of any length)."""
+    if sentences:
+        yield sentences
+        return
+    if sys.stdin.isatty():
+        print("reading sentences from stdin, one per line (Ctrl-D ends)", file=sys.stderr)
+    window = []
+    for line in sys.stdin:
+        window.append(line.rstrip("\n"))
+        if len(window) == WINDOW:
+            yield window
+            window = []
+    if window:
+        yield window
 
 
 def cmd_export(args):
     task, model, vocabulary = load(args.workdir, args.task)
-    task.export(model, vocabulary, args.output, verbose=True, **_options(args, args.task_options))
+    languages = read_languages(args.workdir)  # a task without them takes no such argument
+    task.export(model, vocabulary, args.output, verbose=True,
+                **({"languages": languages} if languages else {}),
+                **_options(args, args.task_options))
     print(f"exported to {args.output}")
 
 

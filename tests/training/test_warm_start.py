@@ -148,21 +148,24 @@ def test_a_vocabulary_of_other_bytes_but_the_same_pieces_is_the_same(translator_
     assert not task.same_vocabulary(str(translator_folder), workdir)
 
 
-def test_a_teachers_vocabulary_comes_before_the_starting_models(translator_folder, tmp_path):
-    """A distilled run's vocabulary is its teacher's, whatever --init-from names (warm_start
-    then refuses a starting model with another one)."""
+def test_a_given_vocabulary_comes_before_the_starting_models(translator_folder, tmp_path):
+    """A run given a vocabulary (--sentencepiece-model, a distillation's teacher's) keeps it,
+    whatever --init-from names (warm_start then refuses a starting model with another one)."""
     teacher = tmp_path / "kd"
     teacher.mkdir()
     task = get_task("nat")
-    config = task.get_config("tiny", **{**SIZES, "vocab_size": 500}, data_dir=str(teacher))
-    task.make_vocabulary(dataclasses.replace(config, data_dir=""), str(teacher),
-                         load_multi30k("train")[:400])
+    config = task.get_config("tiny", **{**SIZES, "vocab_size": 500})
+    task.make_vocabulary(config, str(teacher), load_multi30k("train")[:400])
     workdir = tmp_path / "nat"
     workdir.mkdir()
+    given = str(teacher / SENTENCEPIECE_FILE)
     vocabulary = task.prepare_vocabulary(config, str(workdir), PAIRS,
-                                         init_from=str(translator_folder))
+                                         init_from=str(translator_folder), given=given)
     assert vocabulary.vocab_size == 500
     assert (workdir / SENTENCEPIECE_FILE).read_bytes() == (teacher / SENTENCEPIECE_FILE).read_bytes()
+    # train() takes the size from it, whatever the preset says.
+    adopted = task.adopt_vocabulary(task.get_config("tiny", **SIZES), vocabulary)
+    assert adopted.vocab_size == 500
 
 
 def test_another_size_of_vocabulary_and_a_missing_folder_get_errors_that_say_what_to_do(

@@ -13,14 +13,21 @@ from zoo.data.conllu import (
     read_conllu,
 )
 from zoo.data.distilled import read_distilled
-from zoo.data.epoch_order import DataPosition, epoch_shuffled, skip_done
+from zoo.data.epoch_order import DataCounts, DataPosition, epoch_shuffled, skip_done
 from zoo.data.multi30k import (
     MULTI30K_LANGUAGES,
     MULTI30K_SPLITS,
     load_multi30k,
+    multi30k_files,
     one_line,
     read_lines,
     read_parallel,
+)
+from zoo.data.parallel_corpus import (
+    CorpusFiles,
+    ParallelCorpus,
+    data_error,
+    fingerprint_change,
 )
 from zoo.data.sentencepiece_vocab import (
     BOS_ID,
@@ -43,7 +50,13 @@ __all__ = [
     "read_distilled",
     "BOS_ID",
     "BOS_PIECE",
+    "CorpusFiles",
+    "DataCounts",
     "DataPosition",
+    "ParallelCorpus",
+    "data_error",
+    "fingerprint_change",
+    "multi30k_files",
     "EOS_ID",
     "EOS_PIECE",
     "MULTI30K_LANGUAGES",

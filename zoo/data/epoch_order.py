@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-__all__ = ["DataPosition", "epoch_shuffled", "skip_done"]
+__all__ = ["DataCounts", "DataPosition", "epoch_shuffled", "per_pass", "skip_done"]
 
 
 class DataPosition:
@@ -25,7 +25,42 @@ class DataPosition:
         self.skip.assign(skip)
 
 
-def _per_pass(variable, make):
+class DataCounts:
+    """The examples a training pipeline has read and those it skipped, by reason, counted as
+    they are read (read-ahead included) since the process started: int64 ``tf.Variable``
+    that the pipeline adds to (:meth:`counted`) and ``zoo.training`` reports after each epoch.
+    """
+
+    REASONS = {"empty": "empty", "too_long": "over max_length"}
+
+    def __init__(self):
+        self.read = tf.Variable(0, dtype=tf.int64, trainable=False, name="data_read")
+        self.skipped = {
+            reason: tf.Variable(0, dtype=tf.int64, trainable=False, name=f"data_{reason}")
+            for reason in self.REASONS
+        }
+
+    def counted(self, keep, reason=None):
+        """``keep`` (a boolean scalar: the example stays), once counted under ``reason``
+        (None: counted as read)."""
+        if reason is None:
+            update = self.read.assign_add(1)
+        else:
+            update = self.skipped[reason].assign_add(1 - tf.cast(keep, tf.int64))
+        with tf.control_dependencies([update]):
+            return tf.identity(keep)
+
+    def summary(self):
+        """One line of what was skipped so far, or None when nothing was."""
+        skipped = {reason: int(v.numpy()) for reason, v in self.skipped.items()}
+        if not any(skipped.values()):
+            return None
+        reasons = ", ".join(f"{n} {self.REASONS[r]}" for r, n in skipped.items() if n)
+        return (f"the training data: {int(self.read.numpy())} examples read so far, "
+                f"{sum(skipped.values())} skipped ({reasons})")  # fmt: skip
+
+
+def per_pass(variable, make):
     """``make(value)`` with ``variable``'s value read as each pass begins."""
     start = tf.data.Dataset.from_tensors(tf.constant(0, tf.int64))
     return start.map(lambda _: variable.read_value()).flat_map(make)
@@ -57,7 +92,7 @@ def epoch_shuffled(tensors, seed, epoch=None):
 
         return tf.data.Dataset.range(size).map(pick, num_parallel_calls=tf.data.AUTOTUNE)
 
-    return _per_pass(epoch, one_epoch)
+    return per_pass(epoch, one_epoch)
 
 
 def skip_done(ds, position):
@@ -66,4 +101,4 @@ def skip_done(ds, position):
     on. It keeps ``ds``'s options: the pass's new outer dataset would otherwise have the
     defaults, tf.data's autotuning among them, whose thread makes freeing each epoch's
     iterator wait (seconds each time; see ``translation_pipeline.prefetched``)."""
-    return _per_pass(position.skip, ds.skip).with_options(ds.options())
+    return per_pass(position.skip, ds.skip).with_options(ds.options())

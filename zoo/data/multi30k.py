@@ -12,8 +12,8 @@ import importlib.resources
 import os
 import zlib
 
-__all__ = ["MULTI30K_LANGUAGES", "MULTI30K_SPLITS", "load_multi30k", "one_line", "read_lines",
-           "read_parallel"]
+__all__ = ["MULTI30K_LANGUAGES", "MULTI30K_SPLITS", "load_multi30k", "multi30k_files", "one_line",
+           "read_lines", "read_parallel"]
 
 # Split name -> the stem of its files, ``{stem}.{lang}.gz``.
 MULTI30K_SPLITS = {"train": "train", "val": "val", "test2016": "test_2016_flickr"}
@@ -166,6 +166,27 @@ def load_multi30k(split, source="en", target="de"):
         >>> pairs[0][0][:22]
         'A group of men are loa'
     """
+    with contextlib.ExitStack() as stack:
+        source_path, target_path = (
+            stack.enter_context(importlib.resources.as_file(r))
+            for r in _resources(split, source, target)
+        )
+        return read_parallel(source_path, target_path)
+
+
+def multi30k_files(split, source="en", target="de"):
+    """The paths of a bundled Multi30k split's two gzipped files, to read as any user's files
+    (:class:`zoo.data.ParallelCorpus`). The package must be installed as files (a wheel or
+    an editable install; not a zip).
+
+    Example:
+        >>> [os.path.basename(p) for p in multi30k_files("val")]
+        ['val.en.gz', 'val.de.gz']
+    """
+    return tuple(os.fspath(r) for r in _resources(split, source, target))
+
+
+def _resources(split, source, target):
     if split not in MULTI30K_SPLITS:
         raise ValueError(
             f"Unknown Multi30k split {split!r}; expected one of {sorted(MULTI30K_SPLITS)}."
@@ -184,8 +205,4 @@ def load_multi30k(split, source="en", target="de"):
                 f"The bundled Multi30k file {resource} is missing; the zoo package was installed "
                 "without its data files (see [tool.setuptools.package-data] in pyproject.toml)."
             )
-    with contextlib.ExitStack() as stack:
-        source_path, target_path = (
-            stack.enter_context(importlib.resources.as_file(r)) for r in resources
-        )
-        return read_parallel(source_path, target_path)
+    return resources

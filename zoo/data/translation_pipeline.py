@@ -12,6 +12,7 @@ a conditional masked language model (the non-autoregressive translator): see
 import tensorflow as tf
 
 from zoo.data.epoch_order import epoch_shuffled
+from zoo.data.parallel_corpus import SHUFFLE_BUFFER, ParallelCorpus
 from zoo.data.sentencepiece_vocab import PAD_ID
 
 __all__ = ["bucket_spec", "make_translation_dataset", "prefetched"]
@@ -79,6 +80,8 @@ def make_translation_dataset(
     epoch=None,
     max_source_length=None,
     gold_input=False,
+    long_pairs="truncate",
+    counts=None,
 ):
     """Build a ``tf.data.Dataset`` of token-budget batches for teacher-forced training.
 
@@ -95,8 +98,10 @@ def make_translation_dataset(
     epochs; with ``shuffle`` each epoch has a new order.
 
     Args:
-        pairs: a sequence of ``(source, target)`` string pairs, e.g. from
-            :func:`~zoo.data.load_multi30k`.
+        pairs: a :class:`~zoo.data.ParallelCorpus` (files, streamed: nothing held in
+            memory but ``shuffle_buffer`` pairs), or a sequence of ``(source, target)`` string
+            pairs, e.g. from :func:`~zoo.data.load_multi30k` (held in memory). Pairs with an
+            empty side (nothing but whitespace) are skipped either way.
         tokenizer: a :class:`~zoo.data.SentencePieceTokenizer` (or any object with
             ``tokenize`` and ``pad_id``/``bos_id``/``eos_id``); its pad id must be 0.
         batch_tokens: the token budget of a batch (examples times padded length).
@@ -104,7 +109,9 @@ def make_translation_dataset(
         bucket_width: the length step between buckets; smaller means less padding and more
             buckets.
         shuffle: shuffle the pairs before bucketing, anew each epoch.
-        shuffle_buffer: the shuffle buffer; by default all the pairs (a full shuffle).
+        shuffle_buffer: the shuffle buffer; by default all the pairs of a sequence (a full
+            shuffle), a corpus's :data:`~zoo.data.parallel_corpus.SHUFFLE_BUFFER` (a full
+            shuffle of a corpus no larger).
         seed: the shuffle seed, for a reproducible order.
         epoch: a full shuffle's epoch (:class:`zoo.data.DataPosition`'s ``epoch``
             variable): each epoch's order is then a function of ``seed`` and the epoch alone,
@@ -138,6 +145,11 @@ def make_translation_dataset(
             position a label (glancing training masks it inside the model); ``"ctc"``: the
             features add ``target_in``, the target (what glancing aligns and reveals).
         batch_multiple: batch sizes are multiples of this (see :func:`bucket_spec`).
+        long_pairs: ``"truncate"`` the sides longer than their limits (what validation
+            wants: every pair counts), or ``"skip"`` the pairs over ``max_length`` (what
+            training wants: a truncated target teaches the model to stop mid-sentence); a
+            source over ``max_source_length`` is still cut.
+        counts: a :class:`zoo.data.DataCounts` that counts the pairs read and skipped.
 
     Returns:
         A ``tf.data.Dataset`` of ``({"source": (B, S), "target_in": (B, T)}, (B, T))``, all
@@ -145,7 +157,8 @@ def make_translation_dataset(
         ``[:, :-1]``.
 
     Raises:
-        ValueError: empty ``pairs``, a pair that is not two strings (named by its index), a
+        ValueError: empty ``pairs``, no pair left once the empty and (``"skip"``) the long
+            ones are skipped, a pair that is not two strings (named by its index), a
             tokenizer without pad id 0 or without BOS/EOS, or a bad size argument.
 
     Example:
@@ -161,7 +174,6 @@ def make_translation_dataset(
         (['source', 'target_in'], True)
     """
     upper, batch_sizes = bucket_spec(batch_tokens, max_length, bucket_width, batch_multiple)
-    sources, targets = _split_pairs(pairs)
     pad_id, bos_id, eos_id = (getattr(tokenizer, f"{n}_id", -1) for n in ("pad", "bos", "eos"))
     if pad_id != PAD_ID:
         raise ValueError(f"The tokenizer's pad id is {pad_id}; the pipeline pads with {PAD_ID}.")
@@ -170,13 +182,7 @@ def make_translation_dataset(
             f"The tokenizer needs BOS and EOS ids, got bos_id={bos_id}, eos_id={eos_id}."
         )
 
-    pairs = (tf.constant(sources, tf.string), tf.constant(targets, tf.string))
-    if shuffle and shuffle_buffer is None:
-        ds = epoch_shuffled(pairs, seed, epoch)
-    else:
-        ds = tf.data.Dataset.from_tensor_slices(pairs)
-        if shuffle:
-            ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    ds = _pair_lines(pairs, shuffle, shuffle_buffer, seed, epoch)
 
     def tokenize(src, tgt):  # (C,) strings -> (C, None) ids
         return tokenizer.tokenize(src), tokenizer.tokenize(tgt)
@@ -232,7 +238,19 @@ def make_translation_dataset(
         raise ValueError("mask_all and length_mode='max' are options of objective='cmlm'.")
     if objective == "teacher_forcing" and gold_input:
         raise ValueError("gold_input is an option of objective='cmlm' or 'ctc'.")
+    if long_pairs not in ("truncate", "skip"):
+        raise ValueError(f"long_pairs must be 'truncate' or 'skip', got {long_pairs!r}.")
+    target_limit = max_length if objective == "ctc" else max_length - 1
+
+    def fits(src, tgt):  # what "skip" keeps: within max_length (a CTC source is still cut)
+        return tf.logical_and(tf.shape(src)[0] <= max_length, tf.shape(tgt)[0] <= target_limit)
+
+    ds = _without_empty_pairs(ds, counts)
     ds = ds.batch(_TOKENIZE_CHUNK).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+    if long_pairs == "skip":
+        ds = ds.filter(fits if counts is None else
+                       lambda s, t: counts.counted(fits(s, t), "too_long"))  # fmt: skip
+    _require_a_pair(ds, pairs, long_pairs, max_length, target_limit)
     ds = ds.map(objectives[objective], num_parallel_calls=tf.data.AUTOTUNE)
     label_shapes = {"tokens": [None], "length": []} if cmlm_objective else [None]
     label_padding = {"tokens": PAD_ID, "length": 0} if cmlm_objective else PAD_ID
@@ -268,6 +286,47 @@ def prefetched(ds):
     options = tf.data.Options()
     options.autotune.enabled = False
     return ds.prefetch(2).with_options(options)
+
+
+def _pair_lines(pairs, shuffle, shuffle_buffer, seed, epoch):
+    """The ``(source, target)`` strings of an epoch: a corpus's streamed from its files, a
+    sequence's from memory."""
+    if isinstance(pairs, ParallelCorpus):
+        return pairs.lines(seed=seed, epoch=epoch, shuffle=shuffle,
+                           shuffle_buffer=shuffle_buffer or SHUFFLE_BUFFER)  # fmt: skip
+    sources, targets = _split_pairs(pairs)
+    tensors = (tf.constant(sources, tf.string), tf.constant(targets, tf.string))
+    if shuffle and shuffle_buffer is None:
+        return epoch_shuffled(tensors, seed, epoch)
+    ds = tf.data.Dataset.from_tensor_slices(tensors)
+    if shuffle:
+        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    return ds
+
+
+def _without_empty_pairs(ds, counts):
+    """``ds`` without the pairs of which a side is empty or whitespace (counted)."""
+
+    def keep(src, tgt):
+        full = tf.logical_and(tf.strings.length(tf.strings.strip(src)) > 0,
+                              tf.strings.length(tf.strings.strip(tgt)) > 0)  # fmt: skip
+        if counts is None:
+            return full
+        return counts.counted(counts.counted(full), "empty")
+
+    return ds.filter(keep)
+
+
+def _require_a_pair(ds, pairs, long_pairs, max_length, target_limit):
+    """Refuse, before training, a dataset in which no pair is left (a quick look: it stops at
+    the first pair kept, which is at once in any usable corpus)."""
+    for _ in ds.take(1):
+        return
+    what = pairs if isinstance(pairs, ParallelCorpus) else f"the {len(pairs)} pairs"
+    limits = (f" and within max_length ({max_length} source tokens, {target_limit} target "
+              "tokens: --max-length)" if long_pairs == "skip" else "")  # fmt: skip
+    raise ValueError(f"{what}: no pair is left to train on; none is non-empty on both "
+                     f"sides{limits}")
 
 
 def _split_pairs(pairs):

@@ -43,6 +43,47 @@ def corpus_bleu(hypotheses, references):
     }
 
 
+# sacreBLEU's tokenizer for a target language (as its trg_lang picks), and the extra it needs.
+_TOKENIZER_EXTRAS = {"ja": "sacrebleu[ja]", "ko": "sacrebleu[ko]"}
+
+
+def file_scores(hypotheses, references, target_lang):
+    """sacreBLEU's BLEU and chrF of ``hypotheses`` against one or more reference lists, with
+    their signatures; BLEU's tokenizer follows ``target_lang`` as sacreBLEU's ``trg_lang``
+    does (``zh``, ``ja-mecab``, ``ko-mecab``, else ``13a``).
+
+    Raises:
+        ValueError: a reference list of another length, or a tokenizer whose sacreBLEU extra
+            is not installed (the message says which to install).
+
+    Example:
+        >>> scores = file_scores(["Ein Hund läuft ."], [["Ein Hund läuft ."]], "de")
+        >>> round(scores["bleu"]), round(scores["chrf"]), scores["bleu_signature"][:7]
+        (100, 100, 'nrefs:1')
+    """
+    for number, refs in enumerate(references, start=1):
+        if len(refs) != len(hypotheses):
+            raise ValueError(f"reference {number} has {len(refs)} lines, the source "
+                             f"{len(hypotheses)}: they must align")  # fmt: skip
+    try:
+        bleu = sacrebleu.BLEU(trg_lang=target_lang or "")
+        bleu_score = bleu.corpus_score(hypotheses, references)
+    except (SystemExit, ImportError, RuntimeError) as error:  # sacreBLEU exits without its extra
+        extra = _TOKENIZER_EXTRAS.get(target_lang, "sacrebleu's extras")
+        raise ValueError(
+            f"sacreBLEU's tokenizer for target language {target_lang!r} needs {extra}: pip "
+            f"install '{extra}' ({type(error).__name__}: {error})"
+        ) from None
+    chrf = sacrebleu.CHRF()
+    chrf_score = chrf.corpus_score(hypotheses, references)
+    return {
+        "bleu": bleu_score.score,
+        "bleu_signature": str(bleu.get_signature()),
+        "chrf": chrf_score.score,
+        "chrf_signature": str(chrf.get_signature()),
+    }
+
+
 def save_evaluation(output_dir, name, sources, hypotheses, references, extra=None,
                     score=None, kind="bleu"):  # fmt: skip
     """Score and write ``{name}.hyp.txt`` and ``{name}.{kind}.json`` next to each other.

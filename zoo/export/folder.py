@@ -13,6 +13,7 @@ import tensorflow as tf
 from tensorflow.python.saved_model import save_context  # private: see save_serving
 
 from zoo.artifacts import (
+    ASSETS_EXTRA_DIR,
     MODEL_FILE,
     SERVING_VERSION,
     save_model_atomically,
@@ -52,7 +53,7 @@ def float32_model(model):
     return copy
 
 
-def save_serving(module, path, signatures, progress=None):
+def save_serving(module, path, signatures, progress=None, assets_extra=None):
     """Trace each of ``signatures`` (name -> ``tf.function`` of ``module``), then save.
 
     Tracing is the slow part of an export; doing it signature by signature lets ``progress``
@@ -60,7 +61,8 @@ def save_serving(module, path, signatures, progress=None):
     context that ``tf.saved_model.save`` enters, which is part of ``tf.function``'s cache key,
     so a trace made outside it would be made again inside (twice the time; TensorFlow has no
     public way to enter that context). The SavedModel is written beside ``path`` and renamed
-    into place, so a server watching the folder never loads a half-written one. Returns
+    into place, so a server watching the folder never loads a half-written one, and
+    ``assets_extra`` (file name -> bytes) is in its ``assets.extra/`` before that. Returns
     ``path`` as a ``str``.
     """
     options = tf.saved_model.SaveOptions()
@@ -72,13 +74,18 @@ def save_serving(module, path, signatures, progress=None):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with written_atomically(path) as temporary:
         tf.saved_model.save(module, temporary, signatures=signatures, options=options)
+        if assets_extra:
+            os.makedirs(os.path.join(temporary, ASSETS_EXTRA_DIR))
+            for name, data in assets_extra.items():
+                with open(os.path.join(temporary, ASSETS_EXTRA_DIR, name), "wb") as f:
+                    f.write(data)
     if progress is not None:
         progress.add(1)
     return os.fspath(path)
 
 
 def write_export(output_dir, model, vocabulary_file, write_vocabulary, serving, verbose=False,
-                 version=SERVING_VERSION):
+                 version=SERVING_VERSION, assets_extra=None):
     """Write an export folder; return its path.
 
     Args:
@@ -92,6 +99,8 @@ def write_export(output_dir, model, vocabulary_file, write_vocabulary, serving, 
         verbose: draw a progress bar on stderr, one step per stage.
         version: the SavedModel's version folder, ``serving/<version>/`` (a positive integer;
             TF Serving serves the highest version of its base path, ``serving/``).
+        assets_extra: file name -> bytes, written in the SavedModel's ``assets.extra/`` (what
+            a server reads beside the model: the languages) and beside the model here.
     """
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise ValueError(f"version must be a positive integer, got {version!r}.")
@@ -106,5 +115,9 @@ def write_export(output_dir, model, vocabulary_file, write_vocabulary, serving, 
     with written_atomically(os.path.join(output_dir, vocabulary_file)) as temporary:
         write_vocabulary(temporary)
     progress.add(1)
-    save_serving(serving, serving_path(output_dir, version), signatures, progress)
+    for name, data in (assets_extra or {}).items():
+        with written_atomically(os.path.join(output_dir, name)) as temporary:
+            with open(temporary, "wb") as f:
+                f.write(data)
+    save_serving(serving, serving_path(output_dir, version), signatures, progress, assets_extra)
     return output_dir

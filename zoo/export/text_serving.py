@@ -138,7 +138,8 @@ class TextServing(tf.Module):
         return translate_strings(inputs, self.tokenizer, search, self.max_input_length)
 
 
-def export_text_serving(model, serving, output_dir, verbose=False, version=SERVING_VERSION):
+def export_text_serving(model, serving, output_dir, verbose=False, version=SERVING_VERSION,
+                        assets_extra=None):
     """Write ``model.keras``, ``sentencepiece.model`` (the tokenizer of ``serving``) and the
     SavedModel of ``serving`` (a :class:`TextServing`) as ``version`` into ``output_dir``;
     return its path."""
@@ -149,5 +150,5 @@ def export_text_serving(model, serving, output_dir, verbose=False, version=SERVI
 
     return write_export(
         output_dir, model, SENTENCEPIECE_FILE, write_vocabulary, serving, verbose=verbose,
-        version=version,
+        version=version, assets_extra=assets_extra,
     )

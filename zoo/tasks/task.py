@@ -8,14 +8,26 @@ prediction. A new kind of run is a new subclass in a file of its own, added to
 ``zoo.tasks.TASKS``; nothing else changes.
 """
 
+import dataclasses
+import json
 import os
 import shutil
 import sys
 
-from zoo.artifacts import first_line, written_atomically
+from zoo.artifacts import LANGUAGES_FILE, first_line, written_atomically
 from zoo.models.presets import from_presets
 
-__all__ = ["Task"]
+__all__ = ["EvaluationFiles", "Task"]
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationFiles:
+    """Data to evaluate on, from files (``zoo evaluate --source F --reference F ...``): the
+    input file, its reference files, and the target language (which scores may depend on)."""
+
+    source: str
+    references: tuple
+    target_lang: str | None = None
 
 
 class Task:
@@ -60,28 +72,61 @@ class Task:
         """The examples of a bundled split (pairs, sentences, ...)."""
         raise NotImplementedError
 
-    def training_data(self, config):
-        """The examples ``train()`` trains on when it is given none: :attr:`train_split`'s."""
+    def training_data(self, config, files=None):
+        """The examples ``train()`` trains on: those of ``files`` (the command line's
+        ``--train``, in the task's own form), or by default :attr:`train_split`'s."""
+        if files:
+            raise ValueError(f"The {self.name} trains on its own data only (no --train).")
         return self.load_data(self.train_split)
 
-    def prepare_vocabulary(self, config, workdir, train_data, verbose=False, init_from=None):
+    def validation_data(self, config, files=None):
+        """The examples validated on: those of ``files`` (``--valid``), or by default
+        :attr:`validation_split`'s."""
+        if files:
+            raise ValueError(f"The {self.name} validates on its own data only (no --valid).")
+        return self.load_data(self.validation_split)
+
+    def data_fingerprint(self, data):
+        """What a workdir records of its training data, so that a resume on other data is
+        refused (JSON without paths; :func:`zoo.data.fingerprint_change` compares two), or
+        None for data that is not in files."""
+        return None
+
+    def languages(self, config):
+        """The languages of the model's data, ``{"source": .., "target": ..}``, recorded in
+        the workdir and the export (None: a task without languages)."""
+        return None
+
+    def prepare_vocabulary(self, config, workdir, train_data, verbose=False, init_from=None,
+                           given=None):
         """The workdir's vocabulary: made once from the training data, then read back.
 
-        A new run that starts from another model's weights (``init_from``, ``--init-from``)
-        takes that model's vocabulary instead, the one its embedding rows mean, unless the
-        config names a vocabulary of its own (:meth:`given_vocabulary`): then
-        :func:`zoo.training.warm_start` checks that the two are the same.
+        ``given`` (a file: the translator's ``--sentencepiece-model``) is taken as it is. A
+        new run that starts from another model's weights (``init_from``, ``--init-from``)
+        takes that model's vocabulary, the one its embedding rows mean, unless one is given:
+        then :func:`zoo.training.warm_start` checks that the two are the same.
         """
         path = os.path.join(workdir, self.vocabulary_file)
         if os.path.exists(path):
             return self.read_vocabulary(workdir)
         theirs = os.path.join(init_from, self.vocabulary_file) if init_from else None
-        if theirs and os.path.exists(theirs) and not self.given_vocabulary(config):
+        if given:
+            self.check_given_vocabulary(given)
+            self.copy_vocabulary(given, workdir, verbose, "the given vocabulary")
+        elif theirs and os.path.exists(theirs):
             self.copy_vocabulary(theirs, workdir, verbose, "the vocabulary of the weights it "
                                  "starts from")  # fmt: skip
         else:
             self.make_vocabulary(config, workdir, train_data, verbose=verbose)
         return self.read_vocabulary(workdir)
+
+    def check_given_vocabulary(self, path):
+        """Refuse a given vocabulary file that this task cannot use (a one-line error)."""
+        raise ValueError(f"The {self.name} makes its own vocabulary; none can be given.")
+
+    def adopt_vocabulary(self, config, vocabulary):
+        """``config`` with what a given vocabulary fixes (the translator's ``vocab_size``)."""
+        return config
 
     def copy_vocabulary(self, source, workdir, verbose=False, what="the vocabulary"):
         """Write the vocabulary file ``source`` into ``workdir`` as it is (atomically); with
@@ -90,10 +135,6 @@ class Task:
             print(f"using {what}, {source}", file=sys.stderr, flush=True)
         with written_atomically(os.path.join(workdir, self.vocabulary_file)) as temporary:
             shutil.copyfile(source, temporary)
-
-    def given_vocabulary(self, config):
-        """The vocabulary file that ``config`` names (a translator's teacher's), or None."""
-        return None
 
     def make_vocabulary(self, config, workdir, train_data, verbose=False):
         """Learn the vocabulary from the training data and write it in ``workdir``.
@@ -167,7 +208,8 @@ class Task:
 
     # ------------------------------------------------------------ using a trained model
     def evaluate(self, model, vocabulary, split, output_dir, verbose=False, **options):
-        """Score ``split``, write the outputs in ``output_dir``; return one line to print."""
+        """Score ``split`` (a bundled split's name, or :class:`EvaluationFiles`), write the
+        outputs in ``output_dir``; return the lines to print."""
         raise NotImplementedError
 
     def predict(self, model, vocabulary, lines, verbose=False, **options):
@@ -176,11 +218,16 @@ class Task:
 
     exporter = None  # (model, vocabulary, output_dir, verbose, **options): the task's export
 
-    def export(self, model, vocabulary, output_dir, verbose=False, **options):
+    def export(self, model, vocabulary, output_dir, verbose=False, languages=None, **options):
         """Write the model, its vocabulary and the serving SavedModel to ``output_dir``, by the
-        task's :attr:`exporter` (``options`` are its own: ``zoo export``'s flags)."""
+        task's :attr:`exporter` (``options`` are its own: ``zoo export``'s flags), with the
+        ``languages`` (:meth:`languages`) in ``languages.json`` beside the model and in the
+        SavedModel's ``assets.extra/``, so that the SavedModel alone says them."""
         if self.exporter is None:
             raise NotImplementedError(f"The {self.name} task has no export.")
+        if languages:
+            data = (json.dumps(languages, indent=2) + "\n").encode()
+            options["assets_extra"] = {LANGUAGES_FILE: data}
         return self.exporter(model, vocabulary, output_dir, verbose=verbose, **options)
 
     def __repr__(self):

@@ -4,6 +4,7 @@ import json
 import math
 import os
 import shutil
+import sys
 import time
 import warnings
 
@@ -12,6 +13,20 @@ import numpy as np
 
 from zoo.artifacts import EPOCH_WEIGHTS, save_model_atomically, write_text_atomically
 from zoo.training.average import epoch_checkpoints
+
+
+class DataCountsLog(keras.callbacks.Callback):
+    """Say on stderr after each epoch what the training pipeline has skipped so far
+    (:class:`zoo.data.DataCounts`: empty examples, examples over the length limit)."""
+
+    def __init__(self, counts):
+        super().__init__()
+        self.counts = counts
+
+    def on_epoch_end(self, epoch, logs=None):
+        summary = self.counts.summary()
+        if summary:
+            print(f"epoch {epoch + 1}: {summary}", file=sys.stderr, flush=True)
 
 
 class TimeLimit(keras.callbacks.Callback):

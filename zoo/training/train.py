@@ -16,12 +16,14 @@ import sys
 import warnings
 
 import keras
+import tensorflow as tf
 
 from zoo.artifacts import (
     BACKUP_DIR,
     BEST_FILE,
     CHECKPOINT_FILE,
     CONFIG_FILE,
+    DATA_FILE,
     EPOCHS_DIR,
     HISTORY_FILE,
     LOGS_DIR,
@@ -29,9 +31,11 @@ from zoo.artifacts import (
     save_model_atomically,
     write_text_atomically,
 )
-from zoo.data.epoch_order import DataPosition, skip_done
+from zoo.data.epoch_order import DataCounts, DataPosition, skip_done
+from zoo.data.parallel_corpus import data_error, fingerprint_change
 from zoo.training.callbacks import (
     BestCheckpoint,
+    DataCountsLog,
     LastCheckpoints,
     ModelFile,
     ResumableBackup,
@@ -80,6 +84,26 @@ def check_config(config, workdir):
             )
     else:
         write_text_atomically(path, json.dumps(fields, indent=2))
+
+
+def check_data(fingerprint, languages, workdir):
+    """Record the training data in the workdir (``data.json``: each file by name, size,
+    checksum and lines, and the languages); refuse to resume on other files, naming the one
+    that changed. The same files at another path resume."""
+    path = os.path.join(workdir, DATA_FILE)
+    record = {"languages": languages, "training_data": fingerprint}
+    if not os.path.exists(path):
+        write_text_atomically(path, json.dumps(record, indent=2))
+        return
+    with open(path) as f:
+        try:
+            saved = json.load(f)
+        except ValueError as error:
+            raise ValueError(f"{path} is not a JSON record of the data ({error})") from None
+    if fingerprint is not None and saved.get("training_data") is not None:
+        change = fingerprint_change(saved["training_data"], fingerprint, f"{path}: the training data")
+        if change:
+            raise ValueError(change)
 
 
 # The compute dtype of --mixed-precision -> the Keras policy. Under mixed_float16, compile()
@@ -156,6 +180,7 @@ def train(
     keep_checkpoints=5,
     backup_every=BACKUP_EVERY,
     init_from=None,
+    vocabulary_file=None,
     **task_options,
 ):
     """Train the model of ``task`` with Keras ``fit``; resumable after a crash.
@@ -181,10 +206,11 @@ def train(
             ``"float16"`` (``mixed_float16``, with dynamic loss scaling). Weights stay float32,
             and exports serve in float32.
         time_limit: stop after this many seconds (the model is still saved).
-        train_data, validation_data: the task's examples (translation pairs, tagged
-            sentences); by default ``task.training_data(config)`` (the bundled training split,
-            unless the config names other data, as a translator's ``data_dir`` does) and the
-            bundled validation split.
+        train_data, validation_data: the task's examples (a translator's
+            :class:`zoo.data.ParallelCorpus` or a list of pairs, tagged sentences); by default
+            ``task.training_data(config)`` and ``task.validation_data(config)``, the bundled
+            corpus. Data in files is recorded in the workdir (``data.json``), and a resume on
+            other files is refused.
         callbacks: more Keras callbacks.
         verbose: ``fit``'s verbosity; "auto" shows the progress bar.
         backup_every: steps between backups within an epoch (None: at epochs' ends only); a
@@ -197,6 +223,8 @@ def train(
             (:func:`zoo.training.warm_start.warm_start`), and a new workdir takes its
             vocabulary (unless the config names one: a translator's teacher's). A resumed
             run starts from its backup instead.
+        vocabulary_file: a vocabulary to use as it is (a translator's SentencePiece model,
+            ``--sentencepiece-model``); the config takes what it fixes (``vocab_size``).
         **task_options: the task's own options (the translator's ``bleu_sample_size``).
 
     Returns:
@@ -219,7 +247,9 @@ def train(
     if train_data is None:
         train_data = task.training_data(config)
     if validation_data is None:
-        validation_data = task.load_data(task.validation_split)
+        validation_data = task.validation_data(config)
+    if vocabulary_file:
+        task.check_given_vocabulary(vocabulary_file)  # before the workdir is made
     distribution = get_strategy(strategy)  # before other TensorFlow work (multi_worker needs it)
     check_distributed_options(
         distribution, jit_compile, getattr(config, "gradient_accumulation_steps", 1)
@@ -229,15 +259,18 @@ def train(
     vocabulary_dir = workdir
     if chief:
         vocabulary = task.prepare_vocabulary(config, workdir, train_data, verbose=bool(verbose),
-                                             init_from=init_from)
+                                             init_from=init_from, given=vocabulary_file)
     else:  # the chief makes it; every worker must train on the same one
         wait_for_file(os.path.join(workdir, task.vocabulary_file), VOCABULARY_TIMEOUT)
         vocabulary = task.read_vocabulary(workdir)
         resolver = distribution.cluster_resolver  # this worker's files, outside the workdir
         workdir = worker_dir(workdir, resolver.task_type, resolver.task_id)
         os.makedirs(workdir, exist_ok=True)
+    if vocabulary_file:
+        config = task.adopt_vocabulary(config, vocabulary)
     config = task.resolve_config(config, vocabulary)
     check_config(config, workdir)
+    check_data(task.data_fingerprint(train_data), task.languages(config), workdir)
     metrics = task.metric_callbacks(config, vocabulary, validation_data, **task_options)
     extra = list(callbacks)
     best_path = os.path.join(workdir, BEST_FILE)
@@ -271,12 +304,17 @@ def train(
         position = DataPosition()
         # A task whose dataset takes no epoch (an older one) shuffles as it likes: a resumed
         # run then skips the batches done of another order.
-        ordered = "epoch" in inspect.signature(task.dataset).parameters
+        parameters = inspect.signature(task.dataset).parameters
+        ordered = {"epoch": position.epoch} if "epoch" in parameters else {}
+        # What the pipeline skips (empty or too long examples) is said after each epoch.
+        counts = DataCounts() if "counts" in parameters else None
         training_set = skip_done(
             task.dataset(config, vocabulary, train_data, training=True, jit_compile=jit_compile,
-                         **sizes, **({"epoch": position.epoch} if ordered else {})),
+                         **sizes, **ordered, **({"counts": counts} if counts else {})),
             position,
         )  # fmt: skip
+        if counts is not None and verbose:
+            extra.append(DataCountsLog(counts))
         validation_set = task.dataset(config, vocabulary, validation_data, training=False,
                                       jit_compile=jit_compile, **sizes)
         callbacks = standard_callbacks(
@@ -285,13 +323,19 @@ def train(
         )  # fmt: skip
 
         def fit(epochs):
-            return model.fit(
-                distributable(training_set, distribution),
-                validation_data=distributable(validation_set, distribution),
-                epochs=epochs,
-                callbacks=callbacks,
-                verbose=verbose,
-            )
+            try:
+                return model.fit(
+                    distributable(training_set, distribution),
+                    validation_data=distributable(validation_set, distribution),
+                    epochs=epochs,
+                    callbacks=callbacks,
+                    verbose=verbose,
+                )
+            except tf.errors.OpError as error:  # a data file that changed under the run
+                message = data_error(error)
+                if message is None:
+                    raise
+                raise ValueError(message) from None
 
         # A cut epoch is short, and Keras takes every epoch of a fit to have the batches of
         # its first: the rest of it runs in a fit of its own.

@@ -183,33 +183,35 @@ def _drop_last_line(path):
 
 
 def test_the_nat_trains_on_the_distilled_pairs_and_keeps_to_them(distilled, tmp_path, monkeypatch):
+    """A distillation's folder is a corpus like any other: `--train` its two files, in the
+    teacher's vocabulary (`--sentencepiece-model`), and a resume on other files is refused."""
     task = get_task("nat")
     seen = {}
-    for hook in ("prepare_vocabulary", "dataset"):  # both take the examples third
-        def spy(*args, real=getattr(task, hook), hook=hook, **kwargs):
-            if kwargs.get("training", True):
-                seen[hook] = list(args[2])
-            return real(*args, **kwargs)
 
-        monkeypatch.setattr(task, hook, spy)
+    def spy(*args, real=task.dataset, **kwargs):
+        if kwargs.get("training", True):
+            seen["files"] = [record.path for record in args[2].files]
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(task, "dataset", spy)
     workdir = str(tmp_path / "nat")
-    flags = ["--preset", "tiny", "--vocab-size", "400", "--max-length", "16", "--epochs", "1"]
-    main(["train", "nat", "--workdir", workdir, "--data", distilled, *flags])
-    pairs = read_distilled(distilled)
-    assert seen == {"prepare_vocabulary": pairs, "dataset": pairs}
-    # The student's vocabulary is the teacher's, so the teacher can rescore its outputs.
+    files = [os.path.join(distilled, name) for name in (DISTILL_SOURCE_FILE, DISTILL_TARGET_FILE)]
     teachers = os.path.join(distilled, SENTENCEPIECE_FILE)
+    data = ["--train", *files, "--valid", *files, "--sentencepiece-model", teachers]
+    flags = ["--preset", "tiny", "--max-length", "48", "--epochs", "1", "--bleu-sample", "0"]
+    main(["train", "nat", "--workdir", workdir, *data, *flags])
+    assert seen == {"files": files}
+    # The student's vocabulary is the teacher's, so the teacher can rescore its outputs; its
+    # size comes from it.
     with open(teachers, "rb") as f, open(os.path.join(workdir, SENTENCEPIECE_FILE), "rb") as g:
         assert f.read() == g.read()
-    with pytest.raises(CommandLineError, match="the teacher's vocabulary\) has 400 pieces"):
-        main(["train", "nat", "--workdir", workdir + "3", "--data", distilled,
-              *flags[:2], "--vocab-size", "500", *flags[4:]])
     with open(os.path.join(workdir, CONFIG_FILE)) as f:
-        assert json.load(f)["data_dir"] == distilled
-    # Resuming on Multi30k instead would mix two data sets.
-    with pytest.raises(CommandLineError, match="data_dir"):
-        main(["train", "nat", "--workdir", workdir, *flags])
+        assert json.load(f)["vocab_size"] == 400
+    # Resuming on Multi30k instead would mix two data sets: the changed file is named.
+    with pytest.raises(CommandLineError, match="train.en.gz is not the file this run started on"):
+        main(["train", "nat", "--workdir", workdir, "--sentencepiece-model", teachers, *flags])
     # Missing data is named before a workdir is made.
-    with pytest.raises(CommandLineError, match="nowhere: no such folder"):
-        main(["train", "nat", "--workdir", workdir + "2", "--data", str(tmp_path / "nowhere")])
+    with pytest.raises(CommandLineError, match="nowhere.en: no such file"):
+        main(["train", "nat", "--workdir", workdir + "2", "--train", str(tmp_path / "nowhere.en"),
+              files[1], "--valid", *files])
     assert not os.path.exists(workdir + "2")

@@ -78,11 +78,13 @@ class TranslatorConfig(TrainingConfig):
         bucket_width: the length step between the batches' length buckets. Under XLA each
             bucket is one padded shape, so one compiled program: wider buckets mean fewer
             compilations (what a short run spends its time on) and more padding.
-        vocab_sample_size: sentences sampled to learn the SentencePiece model.
-        data_dir: a folder of ``zoo distill`` (:func:`zoo.tasks.translation.distillation.distill`): its pairs, the
-            sources and a teacher's translations, replace Multi30k's training split; ``""``
-            trains on Multi30k. A config field, so that a workdir refuses to resume on other
-            data.
+        vocab_sample_size: at most this many sentences, a uniform random sample of the
+            training corpus, learn the SentencePiece model.
+        source_lang, target_lang: the languages of the data (codes such as ``en``, ``cs``,
+            ``zh``): recorded in the workdir and the export, and sacreBLEU's tokenizer follows
+            the target's. The defaults are the bundled Multi30k's.
+        shuffle_buffer: the training pairs in one shuffle window, and the lines of a piece of
+            a file that an epoch reads in a drawn order (:class:`zoo.data.ParallelCorpus`).
     """
 
     vocab_size: int = 8000
@@ -99,8 +101,10 @@ class TranslatorConfig(TrainingConfig):
     attention: str = "mha"
     share_embeddings: bool = True
     bucket_width: int = 8
-    vocab_sample_size: int = 200_000
-    data_dir: str = ""
+    vocab_sample_size: int = 1_000_000
+    source_lang: str = "en"
+    target_lang: str = "de"
+    shuffle_buffer: int = 100_000
     cross_attention_score: str = "scaled_dot"
     cross_attention: str = "mha"
     cross_attention_layers: str | tuple = "last"

@@ -159,6 +159,7 @@ def export_nat(
     default_length_beam=None,
     verbose=False,
     version=SERVING_VERSION,
+    assets_extra=None,
 ):
     """Write ``model.keras``, ``sentencepiece.model`` and the ``serving/<version>/`` SavedModel of a
     non-autoregressive translator.
@@ -180,6 +181,8 @@ def export_nat(
         default_length_beam: the candidate lengths per sentence in ``serving_default``;
             None: 3, or 1 for a max-length model.
         verbose: draw a progress bar on stderr over the export's stages.
+        assets_extra: file name -> bytes for the SavedModel's ``assets.extra/`` (the
+            languages: ``zoo export`` writes them).
         version: the SavedModel's version, written to ``serving/<version>/`` (TF Serving's
             layout: ``serving/`` is the model's base path).
 
@@ -199,4 +202,5 @@ def export_nat(
         default_iterations=default_iterations,
         default_length_beam=default_length_beam,
     )
-    return export_text_serving(model, serving, output_dir, verbose=verbose, version=version)
+    return export_text_serving(model, serving, output_dir, verbose=verbose, version=version,
+                               assets_extra=assets_extra)

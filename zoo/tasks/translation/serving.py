@@ -169,6 +169,7 @@ def export_translator(
     alpha=0.6,
     verbose=False,
     version=SERVING_VERSION,
+    assets_extra=None,
 ):
     """Write ``model.keras``, ``sentencepiece.model`` and the ``serving/<version>/`` SavedModel.
 
@@ -190,6 +191,8 @@ def export_translator(
         default_beam_size: the beam size of ``serving_default``, at most :data:`MAX_BEAM_SIZE`.
         alpha: the exponent of the GNMT length penalty of beam search.
         verbose: draw a progress bar on stderr over the export's stages.
+        assets_extra: file name -> bytes for the SavedModel's ``assets.extra/`` (the
+            languages: ``zoo export`` writes them).
         version: the SavedModel's version, written to ``serving/<version>/`` (TF Serving's
             layout: ``serving/`` is the model's base path).
 
@@ -228,4 +231,5 @@ def export_translator(
         alpha=alpha,
     )
 
-    return export_text_serving(model, serving, output_dir, verbose=verbose, version=version)
+    return export_text_serving(model, serving, output_dir, verbose=verbose, version=version,
+                               assets_extra=assets_extra)

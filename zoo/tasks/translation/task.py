@@ -1,25 +1,32 @@
-"""The translation task: Multi30k En->De with the autoregressive translator.
+"""The translation task: any language pair, with the autoregressive translator.
 
-Training pairs: Multi30k's, or a ``zoo distill`` folder's (``config.data_dir``). Vocabulary: a
-joint SentencePiece model learned from the training pairs, or the distilling teacher's. Data: token-budget batches with
-teacher forcing. Model: :func:`zoo.models.build_translator`, label-smoothed cross entropy.
+Training pairs: the user's files (``--train``, a :class:`zoo.data.ParallelCorpus`, streamed),
+by default the bundled Multi30k En->De, read the same way. Vocabulary: a joint SentencePiece
+model learned from a sample of the training pairs, or a given one. Data: token-budget batches
+with teacher forcing. Model: :func:`zoo.models.build_translator`, label-smoothed cross entropy.
 Search: :func:`zoo.models.translator.translator_search` in the strings frame. Validation:
 ``val_bleu``. Evaluation: sacreBLEU on a Multi30k split. Export: ``model.keras``, the
 SentencePiece model and a strings-to-strings SavedModel.
 """
 
 import os
+import random
 import sys
+from dataclasses import replace
 
 import keras
 import sentencepiece
 
 from zoo.artifacts import SENTENCEPIECE_FILE, SENTENCEPIECE_PREFIX
 from zoo.data import (
+    BOS_ID,
+    EOS_ID,
+    PAD_ID,
+    ParallelCorpus,
     SentencePieceTokenizer,
     load_multi30k,
     make_translation_dataset,
-    read_distilled,
+    multi30k_files,
     train_sentencepiece,
 )
 from zoo.decoding.text import translate_sentences
@@ -37,11 +44,18 @@ from zoo.tasks.translation.validation import ValidationBleu
 from zoo.training.losses import MaskedSparseCrossEntropy
 from zoo.training.optimizer import make_optimizer
 
-__all__ = ["TranslationTask", "bleu_line"]
+__all__ = ["LARGE_ALPHABET", "TranslationTask", "bleu_line"]
+
+LARGE_ALPHABET = 1000  # distinct characters from which an alphabet is large (CJK's thousands)
 
 
 def bleu_line(split, scores, output_dir):
-    """The line that ``zoo evaluate`` prints for a split's BLEU scores."""
+    """The line that ``zoo evaluate`` prints for a split's BLEU scores (BLEU and chrF for
+    files)."""
+    if "chrf" in scores:
+        return (f"{scores['split']}: BLEU {scores['bleu']:.2f} ({scores['bleu_signature']}), "
+                f"chrF {scores['chrf']:.2f} ({scores['chrf_signature']}); hypotheses in "
+                f"{output_dir}")  # fmt: skip
     return (
         f"{split}: BLEU {scores['bleu']:.2f} ({scores['bleu_signature']}), "
         f"lowercased BLEU {scores['bleu_lowercase']:.2f} "
@@ -73,40 +87,66 @@ class TranslationTask(Task):
     def load_data(self, split):
         return load_multi30k(split)
 
-    def training_data(self, config):
-        """The pairs of ``config.data_dir`` (``zoo distill``), or Multi30k's training split."""
-        if config.data_dir:
-            return read_distilled(config.data_dir)
-        return super().training_data(config)
+    def training_data(self, config, files=None):
+        """The corpus of ``files`` (``--train``: :class:`zoo.data.CorpusFiles` or
+        ``(source, target[, weight])``), by default Multi30k's bundled training files; scanned
+        now, streamed in training."""
+        if files:
+            return ParallelCorpus(files, flag="--train")
+        return ParallelCorpus([multi30k_files(self.train_split)], flag="the bundled Multi30k")
+
+    def validation_data(self, config, files=None):
+        """The pairs of ``files`` (``--valid``), by default Multi30k's validation split."""
+        if files:
+            return ParallelCorpus(files, flag="--valid").read_pairs()
+        return self.load_data(self.validation_split)
+
+    def data_fingerprint(self, data):
+        return data.fingerprint() if isinstance(data, ParallelCorpus) else None
+
+    def languages(self, config):
+        return {"source": config.source_lang, "target": config.target_lang}
 
     def make_vocabulary(self, config, workdir, train_data, verbose=False):
-        """Learn the joint vocabulary from the pairs; a ``zoo distill`` folder's is its
-        teacher's, which the student takes as it is (the student's outputs then read as the
-        teacher's, so the teacher can rescore them)."""
-        teachers = self.given_vocabulary(config)
-        if teachers:
-            pieces = SentencePieceTokenizer(teachers).vocab_size
-            if pieces != config.vocab_size:
-                raise ValueError(
-                    f"{teachers} (the teacher's vocabulary) has {pieces} pieces, but "
-                    f"vocab_size={config.vocab_size}: use --vocab-size {pieces}"
-                )
-            self.copy_vocabulary(teachers, workdir, verbose, "the teacher's vocabulary")
-            return
-        texts = [text for pair in train_data for text in pair][: config.vocab_sample_size]
+        """Learn the joint vocabulary from a uniform random sample of at most
+        ``config.vocab_sample_size`` sentences of the training pairs (both sides). Its
+        character coverage follows the alphabet: every character where the sample has few
+        (:data:`LARGE_ALPHABET`), SentencePiece's 0.9995 for a large one (CJK)."""
+        if isinstance(train_data, ParallelCorpus):
+            texts = train_data.sample_sentences(config.vocab_sample_size)
+        else:
+            pairs = list(train_data)
+            if 2 * len(pairs) > config.vocab_sample_size:
+                pairs = random.Random(0).sample(pairs, max(1, config.vocab_sample_size // 2))
+            texts = [text for pair in pairs for text in pair]
+        characters = len(set().union(*map(set, texts)))
+        coverage = 1.0 if characters < LARGE_ALPHABET else 0.9995
         if verbose:
             print(
                 f"learning a {config.vocab_size}-piece SentencePiece vocabulary from "
-                f"{len(texts)} sentences", file=sys.stderr, flush=True,
+                f"{len(texts)} sentences ({characters} distinct characters: character "
+                f"coverage {coverage})", file=sys.stderr, flush=True,
             )
         train_sentencepiece(
-            texts, os.path.join(workdir, SENTENCEPIECE_PREFIX), vocab_size=config.vocab_size
+            texts, os.path.join(workdir, SENTENCEPIECE_PREFIX), vocab_size=config.vocab_size,
+            character_coverage=coverage,
         )
 
-    def given_vocabulary(self, config):
-        """The teacher's vocabulary in a ``zoo distill`` folder (``config.data_dir``), if any."""
-        teachers = os.path.join(config.data_dir, SENTENCEPIECE_FILE) if config.data_dir else ""
-        return teachers if os.path.exists(teachers) else None
+    def check_given_vocabulary(self, path):
+        """A SentencePiece model with zoo's special ids (``--sentencepiece-model``)."""
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"--sentencepiece-model {path}: no such file")
+        tokenizer = SentencePieceTokenizer(path)  # its error names the file
+        ids = (tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id)
+        if ids != (PAD_ID, BOS_ID, EOS_ID):
+            raise ValueError(
+                f"--sentencepiece-model {path}: its pad, BOS and EOS ids are {ids}, zoo's are "
+                f"{(PAD_ID, BOS_ID, EOS_ID)} (train it with zoo.data.train_sentencepiece, or "
+                "with --pad_id=0 --unk_id=1 --bos_id=2 --eos_id=3)"
+            )
+
+    def adopt_vocabulary(self, config, vocabulary):
+        return replace(config, vocab_size=vocabulary.vocab_size)
 
     def load_vocabulary(self, folder):
         return SentencePieceTokenizer(os.path.join(folder, SENTENCEPIECE_FILE))
@@ -127,7 +167,7 @@ class TranslationTask(Task):
         return config
 
     def dataset(self, config, vocabulary, data, training, jit_compile=False, batch_multiple=1,
-                epoch=None):
+                epoch=None, counts=None):
         return make_translation_dataset(
             data,
             vocabulary,
@@ -139,6 +179,9 @@ class TranslationTask(Task):
             pad_to_bucket=jit_compile,  # few distinct shapes, so XLA compiles few programs
             batch_multiple=batch_multiple,
             epoch=epoch,
+            shuffle_buffer=config.shuffle_buffer if isinstance(data, ParallelCorpus) else None,
+            long_pairs="skip" if training else "truncate",
+            counts=counts,
             **self.objective(config),
         )
 

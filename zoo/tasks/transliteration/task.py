@@ -54,8 +54,24 @@ class TransliterationTask(TranslationTask):
     def load_data(self, split):
         return load_transliteration(split)
 
-    def training_data(self, config):
+    def training_data(self, config, files=None):
+        if files:
+            raise ValueError("The transliterator trains on its rule-made data only (no --train).")
         return self.load_data(self.train_split)
+
+    def validation_data(self, config, files=None):
+        if files:
+            raise ValueError("The transliterator validates on its rule-made data only.")
+        return self.load_data(self.validation_split)
+
+    def data_fingerprint(self, data):
+        return None
+
+    def languages(self, config):
+        return None
+
+    def check_given_vocabulary(self, path):
+        raise ValueError("The transliterator makes its own character vocabulary.")
 
     def make_vocabulary(self, config, workdir, train_data, verbose=False):
         """One piece per character of the training pairs (a SentencePiece ``char`` model)."""
@@ -65,9 +81,6 @@ class TransliterationTask(TranslationTask):
         train_sentencepiece(texts, os.path.join(workdir, SENTENCEPIECE_PREFIX),
                             vocab_size=config.vocab_size, model_type="char",
                             byte_fallback=False)  # fmt: skip
-
-    def given_vocabulary(self, config):
-        return None
 
     def build_model(self, config):
         return build_translator(config, name=self.name)

@@ -1,0 +1,485 @@
+"""A parallel corpus in files: line-aligned source and target files of any size, streamed.
+
+:class:`ParallelCorpus` names one or more corpora, each a source file and its target twin (a
+path or a glob of shards, plain or gzipped, optionally weighted). Building it scans every file
+once, at C speed: its line count, its UTF-8, and a checksum (:class:`FileRecord`). A problem is
+then a one-line error naming the file and the line, found before training starts.
+:meth:`ParallelCorpus.fingerprint` records the files by name, size, checksum and lines, so that
+a workdir resumes on the same files at another path and refuses other files
+(:func:`fingerprint_change`).
+
+:meth:`ParallelCorpus.lines` is the ``tf.data`` stream of ``(source, target)`` lines that the
+training pipeline tokenizes: nothing is held in memory but a shuffle window. Each shard is cut
+into pieces of ``shuffle_buffer`` lines; each epoch reads the pieces in an order drawn from the
+seed and the epoch, a few at a time, interleaved, and shuffles windows of ``shuffle_buffer``
+lines by a stateless permutation. So each epoch's order is a function of the seed and the epoch
+alone (a run resumed in a fresh process sees what the interrupted one saw), and a corpus that
+fits in one window gets a full permutation every epoch. A piece that yields fewer lines than its
+file was scanned with (a gzip file truncated since) fails the pipeline with :data:`DATA_ERROR`,
+which :func:`data_error` turns back into the one-line message.
+
+The stream follows OpenNMT-tf's ``training_pipeline`` in spirit (random shards of a line
+dataset, then a bounded shuffle; weighted corpora mixed by sampling).
+"""
+
+import dataclasses
+import glob
+import hashlib
+import os
+import random
+import zlib
+
+import tensorflow as tf
+
+from zoo.data.epoch_order import per_pass
+
+__all__ = [
+    "DATA_ERROR",
+    "SHUFFLE_BUFFER",
+    "CorpusFiles",
+    "FileRecord",
+    "ParallelCorpus",
+    "data_error",
+    "fingerprint_change",
+    "scan_file",
+]
+
+SHUFFLE_BUFFER = 100_000  # pairs in a shuffle window (about 20 MB of text at Multi30k's lengths)
+CYCLE = 4  # pieces read at once: each window mixes lines of this many places in the corpus
+DATA_ERROR = "zoo data error: "  # how a pipeline's assertion says it is one of ours
+_CHUNK = 1 << 20
+_GZIP_MAGIC = b"\x1f\x8b"
+_UTF8_BOM = b"\xef\xbb\xbf"
+_GLOB_CHARACTERS = "*?["
+
+
+@dataclasses.dataclass(frozen=True)
+class FileRecord:
+    """What a scan found of one file: where it is, its bytes, their SHA-256, its lines."""
+
+    path: str
+    size: int
+    sha256: str
+    lines: int
+    gzipped: bool
+
+    def identity(self):
+        """The record without the path: what another machine's copy must also have."""
+        return {"name": os.path.basename(self.path), "size": self.size, "sha256": self.sha256,
+                "lines": self.lines}  # fmt: skip
+
+
+def scan_file(path):
+    """Read ``path`` once: its checksum, its line count (as ``tf.data.TextLineDataset``
+    counts: a last line without its newline counts), its UTF-8 checked.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: invalid UTF-8 (the file, the line and the byte), a gzip file that is
+            truncated or corrupt.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: no such file")
+    digest = hashlib.sha256()
+    counter = _LineCounter(path)
+    with open(path, "rb") as f:
+        head = f.read(2)
+        inflate = _Gunzip(path) if head == _GZIP_MAGIC else None
+        chunk = head + f.read(_CHUNK - 2)
+        while chunk:
+            digest.update(chunk)
+            counter.add(inflate.text(chunk) if inflate else chunk)
+            chunk = f.read(_CHUNK)
+    if inflate:
+        inflate.finish()
+    return FileRecord(path, os.path.getsize(path), digest.hexdigest(), counter.finish(),
+                      inflate is not None)  # fmt: skip
+
+
+class _Gunzip:
+    """The text of a gzip file, chunk by chunk, across concatenated gzip members."""
+
+    def __init__(self, path):
+        self.path, self.inflate = path, zlib.decompressobj(wbits=31)
+
+    def text(self, chunk):
+        out = []
+        try:
+            out.append(self.inflate.decompress(chunk))
+            while self.inflate.eof and self.inflate.unused_data:  # another member follows
+                rest, self.inflate = self.inflate.unused_data, zlib.decompressobj(wbits=31)
+                out.append(self.inflate.decompress(rest))
+        except zlib.error as error:
+            raise ValueError(f"{self.path}: not a readable gzip file ({error})") from None
+        return b"".join(out)
+
+    def finish(self):
+        if not self.inflate.eof:
+            raise ValueError(f"{self.path}: a truncated gzip file (it ends inside its "
+                             "compressed data)")  # fmt: skip
+
+
+class _LineCounter:
+    """Counts lines and checks UTF-8 over a file's text, chunk by chunk."""
+
+    def __init__(self, path):
+        self.path, self.lines, self.pending, self.last, self.start = path, 0, b"", b"", True
+
+    def add(self, data):
+        data = self.pending + data
+        if self.start and len(data) >= 3:
+            data, self.start = data[3:] if data.startswith(_UTF8_BOM) else data, False
+        try:
+            data.decode("utf-8")
+            self.pending = b""
+        except UnicodeDecodeError as error:
+            # A character cut by the chunk's end is finished by the next chunk.
+            if error.reason == "unexpected end of data" and len(data) - error.start < 4:
+                data, self.pending = data[: error.start], data[error.start :]
+            else:
+                line = self.lines + data.count(b"\n", 0, error.start) + 1
+                column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+                raise ValueError(
+                    f"{self.path}, line {line}: invalid UTF-8 (byte 0x{data[error.start]:02x} "
+                    f"at byte column {column}: {error.reason})"
+                ) from None
+        self.lines += data.count(b"\n")
+        if data:
+            self.last = data[-1:]
+
+    def finish(self):
+        if self.pending:
+            raise ValueError(f"{self.path}, line {self.lines + 1}: invalid UTF-8 (the file "
+                             "ends inside a character)")  # fmt: skip
+        return self.lines + (1 if self.last and self.last != b"\n" else 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class CorpusFiles:
+    """One corpus: its source and target files (paths or globs of shards), and its weight in
+    a mix of several (None: every corpus once per epoch)."""
+
+    source: str
+    target: str
+    weight: float | None = None
+
+
+def _matches(pattern, flag):
+    pattern = os.path.expanduser(os.fspath(pattern))
+    if not any(c in pattern for c in _GLOB_CHARACTERS):
+        if not os.path.isfile(pattern):
+            raise FileNotFoundError(f"{flag} {pattern}: no such file")
+        return [pattern]
+    paths = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
+    if not paths:
+        raise FileNotFoundError(f"{flag} {pattern}: no file matches")
+    return paths
+
+
+class ParallelCorpus:
+    """Line-aligned source and target files, scanned once and streamed by ``tf.data``.
+
+    Args:
+        corpora: :class:`CorpusFiles`, or ``(source, target)`` / ``(source, target, weight)``
+            tuples: one per corpus. A glob's matches, sorted, pair with its twin's.
+        flag: how the error messages name the corpora (the command line's ``--train``).
+
+    Raises:
+        FileNotFoundError: a file that does not exist, a glob that matches nothing.
+        ValueError: twins whose line counts differ (both files and both counts named), a
+            glob whose twin matches another number of files, invalid UTF-8 (the file and the
+            line), a corrupt gzip file, weights given to some corpora and not others, or a
+            weight that is not positive.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (d / "a.en").write_text("A dog.\\nA cat.\\n", encoding="utf-8")
+        >>> _ = (d / "a.de").write_text("Ein Hund.\\nEine Katze.\\n", encoding="utf-8")
+        >>> corpus = ParallelCorpus([(d / "a.en", d / "a.de")])
+        >>> corpus.num_pairs
+        2
+        >>> sorted(s.numpy().decode() for s, _ in corpus.lines(shuffle=False))
+        ['A cat.', 'A dog.']
+    """
+
+    def __init__(self, corpora, flag="--train"):
+        self.flag = flag
+        self.corpora = [c if isinstance(c, CorpusFiles) else CorpusFiles(*map(_plain, c))
+                        for c in corpora]  # fmt: skip
+        if not self.corpora:
+            raise ValueError(f"{flag}: no corpus given")
+        weights = [c.weight for c in self.corpora]
+        if any(w is None for w in weights) and any(w is not None for w in weights):
+            raise ValueError(f"{flag}: give a weight to every corpus or to none")
+        for c in self.corpora:
+            if c.weight is not None and not (c.weight > 0 and c.weight < float("inf")):
+                raise ValueError(f"{flag} {c.source} {c.target} {c.weight}: a weight must be "
+                                 "a positive number")  # fmt: skip
+        self.weighted = weights[0] is not None
+        self.shards = []  # (corpus index, source record, target record)
+        for index, corpus in enumerate(self.corpora):
+            sources, targets = _matches(corpus.source, flag), _matches(corpus.target, flag)
+            if len(sources) != len(targets):
+                raise ValueError(
+                    f"{flag} {corpus.source} {corpus.target}: {len(sources)} files match the "
+                    f"source and {len(targets)} the target; each shard needs its twin"
+                )
+            for source, target in zip(sources, targets):
+                pair = scan_file(source), scan_file(target)
+                if pair[0].lines != pair[1].lines:
+                    raise ValueError(
+                        f"{flag}: the files are not line-aligned: {source} has {pair[0].lines} "
+                        f"lines but {target} has {pair[1].lines}"
+                    )
+                self.shards.append((index, *pair))
+        self.corpus_pairs = [sum(s.lines for i, s, _ in self.shards if i == index)
+                             for index in range(len(self.corpora))]  # fmt: skip
+        for corpus, pairs in zip(self.corpora, self.corpus_pairs):
+            if not pairs:
+                raise ValueError(f"{flag} {corpus.source} {corpus.target}: the files are empty")
+
+    @property
+    def num_pairs(self):
+        """The lines of every corpus: the pairs of an epoch (empty lines included)."""
+        return sum(self.corpus_pairs)
+
+    @property
+    def files(self):
+        """Every file, source and target of each shard in turn."""
+        return [record for _, *pair in self.shards for record in pair]
+
+    def __repr__(self):
+        return f"<ParallelCorpus of {len(self.shards)} shard(s), {self.num_pairs} pairs>"
+
+    def __str__(self):
+        """How a message names the corpus: its flag and files, and its size."""
+        files = "; ".join(f"{c.source} {c.target}" for c in self.corpora)
+        return f"{self.flag} {files} ({self.num_pairs} pairs)"
+
+    def fingerprint(self):
+        """The files by name, size, SHA-256 and lines, and the weights: JSON, free of paths,
+        so that it means the same on another machine (:func:`fingerprint_change`)."""
+        return {"corpora": [
+            {"weight": corpus.weight,
+             "shards": [[s.identity(), t.identity()] for i, s, t in self.shards if i == index]}
+            for index, corpus in enumerate(self.corpora)
+        ]}  # fmt: skip
+
+    # ------------------------------------------------------------ reading
+    def read_pairs(self, limit=None):
+        """The pairs in file order, as Python strings (for small corpora: validation)."""
+        pairs = []
+        for _, source, target in self.shards:
+            for pair in zip(_text_lines(source.path), _text_lines(target.path)):
+                if limit is not None and len(pairs) >= limit:
+                    return pairs
+                pairs.append(pair)
+        return pairs
+
+    def sample_sentences(self, size, seed=0):
+        """A uniform random sample of at most ``size`` sentences, both sides of ``size // 2``
+        pairs (every pair when the corpus has no more), drawn in one streaming pass: the
+        pairs' indices are drawn first (the line counts are known), then the files read once.
+        """
+        total = self.num_pairs
+        wanted = max(1, size // 2)
+        chosen = range(total) if wanted >= total else sorted(
+            random.Random(seed).sample(range(total), wanted))  # fmt: skip
+        sentences, it, index = [], iter(chosen), 0
+        target = next(it, None)
+        for _, source, target_file in self.shards:
+            for pair in zip(_text_lines(source.path), _text_lines(target_file.path)):
+                if index == target:
+                    sentences.extend(pair)
+                    target = next(it, None)
+                index += 1
+                if target is None:
+                    return sentences
+        return sentences
+
+    def lines(self, seed=0, epoch=None, shuffle=True, shuffle_buffer=SHUFFLE_BUFFER):
+        """The ``tf.data`` stream of one epoch's ``(source, target)`` string pairs.
+
+        Args:
+            seed: with ``epoch``, it fixes each epoch's order.
+            epoch: an int64 ``tf.Variable`` (:attr:`zoo.data.DataPosition.epoch`), read as
+                each pass begins; None: epoch 0's order every pass.
+            shuffle: False reads the files in order (validation, counting).
+            shuffle_buffer: the lines of a piece and of a shuffle window.
+
+        Weighted corpora are mixed by drawing each pair's corpus by its weight (each corpus
+        read over and over, in a new order each time); an epoch is then as many pairs as the
+        corpora hold together. Unweighted, an epoch is every pair once.
+        """
+        if not isinstance(shuffle_buffer, int) or shuffle_buffer < 1:
+            raise ValueError(f"shuffle_buffer must be a positive int, got {shuffle_buffer!r}.")
+        if not shuffle:
+            return self._read(list(range(len(self.shards))), None, 1 << 62, False)
+        base = tf.constant(seed or 0, tf.int64)
+
+        def one_epoch(value):
+            if not self.weighted:
+                stream = self._read(list(range(len(self.shards))), tf.stack([base, value]),
+                                    shuffle_buffer, True)  # fmt: skip
+            else:
+                stream = self._mix(base, value, shuffle_buffer)
+            return _window_shuffled(stream, tf.stack([base + 1, value]), shuffle_buffer)
+
+        if epoch is None:
+            return one_epoch(tf.constant(0, tf.int64))
+        return per_pass(epoch, one_epoch)
+
+    def _mix(self, base, value, shuffle_buffer):
+        """Each corpus repeated, a new order each time; pairs drawn by the weights."""
+        streams = []
+        for index in range(len(self.corpora)):
+            shards = [k for k, (i, _, _) in enumerate(self.shards) if i == index]
+
+            def repetition(r, shards=shards, index=index):
+                seed = tf.random.experimental.stateless_fold_in(
+                    tf.stack([base + 2 + index, value]), r)
+                return self._read(shards, seed, shuffle_buffer, True)
+
+            streams.append(tf.data.Dataset.range(1 << 62).flat_map(repetition))
+        weights = [c.weight for c in self.corpora]
+        logits = tf.math.log(tf.constant([weights], tf.float32) / sum(weights))
+
+        def draw(i):
+            seed = tf.random.experimental.stateless_fold_in(tf.stack([base + 1_000, value]), i)
+            return tf.cast(tf.random.stateless_categorical(logits, 1, seed)[0, 0], tf.int64)
+
+        choices = tf.data.Dataset.range(self.num_pairs).map(draw)
+        return tf.data.Dataset.choose_from_datasets(streams, choices)
+
+    def _read(self, shards, seed, piece_lines, shuffled):
+        """The lines of ``shards``, cut into pieces of ``piece_lines``; with ``shuffled``, the
+        pieces in an order drawn from ``seed`` and read ``CYCLE`` at a time, interleaved."""
+        pieces = [(k, start, min(piece_lines, self.shards[k][1].lines - start))
+                  for k in shards for start in range(0, self.shards[k][1].lines, piece_lines)]
+        table = {name: tf.constant([p[i] for p in pieces], dtype)
+                 for i, (name, dtype) in enumerate((("shard", tf.int64), ("start", tf.int64),
+                                                    ("count", tf.int64)))}  # fmt: skip
+        sources = tf.constant([self.shards[k][1].path for k, _, _ in pieces])
+        targets = tf.constant([self.shards[k][2].path for k, _, _ in pieces])
+        gzipped = tf.constant([self.shards[k][1].gzipped for k, _, _ in pieces])
+        target_gzipped = tf.constant([self.shards[k][2].gzipped for k, _, _ in pieces])
+        order = tf.data.Dataset.range(len(pieces))
+        if shuffled and len(pieces) > 1:
+            order = order.map(lambda i: tf.random.experimental.index_shuffle(
+                i, seed, max_index=len(pieces) - 1))  # fmt: skip
+
+        def piece(i):
+            return _read_piece(sources[i], targets[i], gzipped[i], target_gzipped[i],
+                               table["start"][i], table["count"][i])  # fmt: skip
+
+        cycle = min(CYCLE, len(pieces)) if shuffled else 1
+        return order.interleave(piece, cycle_length=cycle, block_length=1,
+                                num_parallel_calls=cycle, deterministic=True)  # fmt: skip
+
+
+def _plain(value):
+    return value if isinstance(value, (int, float)) or value is None else os.fspath(value)
+
+
+def _text_lines(path):
+    """A scanned file's lines as ``str``, streamed, split on ``\\n`` only (as tf.data splits),
+    without ``\\r`` endings or a byte-order mark."""
+    import gzip
+
+    with open(path, "rb") as raw:
+        gzipped = raw.read(2) == _GZIP_MAGIC
+    with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as f:
+        for number, line in enumerate(f):
+            if number == 0 and line.startswith(_UTF8_BOM):
+                line = line[3:]
+            yield line.rstrip(b"\n").removesuffix(b"\r").decode("utf-8")
+
+
+def _read_piece(source, target, source_gzipped, target_gzipped, start, count):
+    """Lines ``start .. start + count`` of two twin files, checked to be all there."""
+
+    def lines(path, is_gzipped):
+        return tf.data.TextLineDataset(path, compression_type=tf.where(is_gzipped, "GZIP", ""))
+
+    pairs = tf.data.Dataset.zip(lines(source, source_gzipped), lines(target, target_gzipped))
+    pairs = pairs.skip(start).take(count).map(lambda s, t: (s, t, False))
+    end = tf.data.Dataset.from_tensors((tf.constant(""), tf.constant(""), True))
+
+    def checked(index, element):
+        s, t, is_end = element
+        complete = tf.logical_or(tf.logical_not(is_end), tf.equal(index, count))
+        message = tf.strings.join([
+            DATA_ERROR, source, " and ", target, ": lines ", tf.strings.as_string(start + index + 1),
+            " on are missing (the files were scanned with more; a gzip file truncated or "
+            "replaced since?); fix or restore the files, then rerun the same command to resume",
+        ])  # fmt: skip
+        with tf.control_dependencies([tf.debugging.Assert(complete, [message])]):
+            return tf.identity(s), tf.identity(t), is_end
+
+    stream = pairs.concatenate(end).enumerate().map(checked)
+    stream = stream.filter(lambda s, t, is_end: tf.logical_not(is_end))
+    return stream.map(lambda s, t, _: (_strip_bom(s), _strip_bom(t)))
+
+
+def _strip_bom(line):
+    return tf.strings.regex_replace(line, "^\ufeff", "")
+
+
+def _window_shuffled(stream, seed, size):
+    """``stream`` shuffled within consecutive windows of ``size`` elements, each by a
+    stateless permutation drawn from ``seed`` and the window's index: memory bounded by a
+    window, and the order a function of ``seed`` alone."""
+
+    def permuted(index, window):
+        n = tf.shape(window[0], out_type=tf.int64)[0]
+        drawn = tf.random.experimental.index_shuffle(
+            tf.range(n), tf.random.experimental.stateless_fold_in(seed, index), max_index=n - 1
+        )
+        return tf.data.Dataset.from_tensor_slices(tf.nest.map_structure(
+            lambda t: tf.gather(t, drawn), window))  # fmt: skip
+
+    return stream.batch(size).enumerate().flat_map(permuted)
+
+
+def data_error(error):
+    """The one-line message of a pipeline's :data:`DATA_ERROR` inside a TensorFlow error, or
+    None for any other error."""
+    text = str(error)
+    if DATA_ERROR not in text:
+        return None
+    message = text.split(DATA_ERROR, 1)[1]
+    for end in ("\n", "]", "\t"):
+        message = message.split(end, 1)[0]
+    return message.strip().strip("'\"")
+
+
+def fingerprint_change(saved, now, where):
+    """What differs between a recorded fingerprint and the data given now, in one line; None
+    when they are the same files (at any paths)."""
+    if saved == now:
+        return None
+    given = {"corpora": now["corpora"]}
+    if len(saved.get("corpora", ())) != len(given["corpora"]):
+        return (f"{where}: the run started on {len(saved.get('corpora', ()))} corpora, and "
+                f"{len(given['corpora'])} are given now")  # fmt: skip
+    for number, (old, new) in enumerate(zip(saved["corpora"], given["corpora"]), start=1):
+        if old.get("weight") != new.get("weight"):
+            return (f"{where}: corpus {number}'s weight was {old.get('weight')}, now "
+                    f"{new.get('weight')}")  # fmt: skip
+        if len(old["shards"]) != len(new["shards"]):
+            return (f"{where}: corpus {number} had {len(old['shards'])} shard(s), now "
+                    f"{len(new['shards'])}")  # fmt: skip
+        for old_pair, new_pair in zip(old["shards"], new["shards"]):
+            for was, is_now in zip(old_pair, new_pair):
+                if {k: was[k] for k in ("size", "sha256")} != {
+                    k: is_now[k] for k in ("size", "sha256")
+                }:
+                    return (
+                        f"{where}: {is_now['name']} is not the file this run started on "
+                        f"({was['name']}, {was['size']} bytes, sha256 {was['sha256'][:12]}...; "
+                        f"now {is_now['size']} bytes, sha256 {is_now['sha256'][:12]}...): use "
+                        "the same files to resume, or a new --workdir"
+                    )
+    return None
