@@ -211,6 +211,9 @@ TARGET_LANG = flag("--target-lang", type=str, metavar="CODE",
                    help="the target language (default: the --train file's suffix)")
 SHUFFLE_BUFFER = flag("--shuffle-buffer", type=positive_int, metavar="PAIRS",
                       help="pairs shuffled together (default 100000)")
+LONG_PAIRS = flag("--long-pairs", choices=("skip", "truncate"),
+                  help="training pairs over --max-length: skipped and counted (default), or "
+                  "truncated (a cut target teaches the model to stop mid-sentence)")
 VOCAB_SAMPLE = flag("--vocab-sample-size", type=positive_int, metavar="N",
                     help="learn the vocabulary from a random sample of at most N sentences "
                     "(default 1000000)")
@@ -223,8 +226,8 @@ EVALUATION_FILES = (
     flag("--reference", metavar="FILE", action="append",
          help="the reference translations of --source, line by line; repeat for several"),
 )
-DATA = (TRAIN_FILES, VALID_FILES, SOURCE_LANG, TARGET_LANG, SHUFFLE_BUFFER, VOCAB_SAMPLE,
-        SENTENCEPIECE_MODEL)
+DATA = (TRAIN_FILES, VALID_FILES, SOURCE_LANG, TARGET_LANG, SHUFFLE_BUFFER, LONG_PAIRS,
+        VOCAB_SAMPLE, SENTENCEPIECE_MODEL)
 
 TRANSLATE_HELP = "translate sentences (arguments, or stdin one per line)"
 # One row per task of zoo.tasks.TASKS (tests/test_cli_table.py keeps them in step): a new task

@@ -2,12 +2,14 @@
 (a strategy must be set up before TensorFlow does anything else): MirroredStrategy over two
 logical CPU devices, and MultiWorkerMirroredStrategy on two worker processes on loopback."""
 
+import glob
 import json
 import os
 import socket
 import subprocess
 import sys
 import textwrap
+import time
 import types
 
 import keras
@@ -15,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 from tests.harness import REPO_ROOT
-from zoo.artifacts import MODEL_FILE, SENTENCEPIECE_FILE
+from zoo.artifacts import BACKUP_DIR, MODEL_FILE, SENTENCEPIECE_FILE
 from zoo.models.translator import build_translator, get_config
 from zoo.training.strategy import check_distributed_options, fit_across_workers, worker_dir
 
@@ -23,7 +25,7 @@ from zoo.training.strategy import check_distributed_options, fit_across_workers,
 # at its peak learning rate from the first step, so that the few steps visibly learn.
 _TRAIN = textwrap.dedent(
     """
-    import json, sys
+    import functools, json, sys
     import keras
     from zoo.data import load_multi30k
     from zoo.tasks import get_task
@@ -36,10 +38,12 @@ _TRAIN = textwrap.dedent(
         def on_train_batch_end(self, batch, logs=None):
             self.losses.append(float(logs["loss"]))
 
-    def run(workdir, strategy, epochs, callbacks=(), **options):
+    def run(workdir, strategy, epochs, callbacks=(), batch_multiple=None, **options):
         task = get_task("translator")
-        config = task.get_config("tiny", vocab_size=400, max_length=24, epochs=epochs,
-                                 batch_tokens=512, warmup_steps=1, dropout=0.0,
+        if batch_multiple:  # one device, batched as two replicas are (equal shares of each)
+            task.dataset = functools.partial(task.dataset, batch_multiple=batch_multiple)
+        config = task.get_config("tiny", vocab_size=400, max_length=24, long_pairs="truncate",
+                                 epochs=epochs, batch_tokens=512, warmup_steps=1, dropout=0.0,
                                  attention_dropout=0.0, activation_dropout=0.0)
         steps = StepLosses()
         options = {"bleu_sample_size": 0, **options}
@@ -53,25 +57,28 @@ _TRAIN = textwrap.dedent(
 )
 
 # One process of a run (a worker of a cluster, or one device): argv = workdir, strategy, and the
-# train() options as JSON, with "epochs" and "kill_at" (SIGKILL after that many batches). It
-# prints the loss after each batch, the optimizer's steps and a digest of the weights.
+# train() options as JSON, with "epochs", and "pause_at" and "marker": after that many batches
+# it creates the file marker.PID and waits to be killed. It prints the loss after each batch,
+# the optimizer's steps and a digest of the weights.
 _RUN = _TRAIN + textwrap.dedent(
     """
-    import hashlib, os, signal
+    import hashlib, os, time
 
-    class KillAtBatch(keras.callbacks.Callback):
-        def __init__(self, batches):
+    class PauseAtBatch(keras.callbacks.Callback):
+        def __init__(self, batches, marker):
             super().__init__()
-            self.batches, self.seen = batches, 0
+            self.batches, self.marker, self.seen = batches, marker, 0
         def on_train_batch_end(self, batch, logs=None):
             self.seen += 1
-            if self.seen == self.batches:
-                os.kill(os.getpid(), signal.SIGKILL)
+            if self.seen == self.batches and os.environ.get("ZOO_TEST_PAUSE", "1") == "1":
+                open(f"{self.marker}.{os.getpid()}", "w").close()
+                time.sleep(600)
 
     options = json.loads(sys.argv[3])
-    epochs, kill_at = options.pop("epochs"), options.pop("kill_at", None)
+    epochs, pause = options.pop("epochs"), PauseAtBatch(options.pop("pause_at", None),
+                                                        options.pop("marker", None))
     keras.utils.set_random_seed(0)
-    losses = run(sys.argv[1], sys.argv[2], epochs, [KillAtBatch(kill_at)], **options)
+    losses = run(sys.argv[1], sys.argv[2], epochs, [pause], **options)
     weights = b"".join(w.tobytes() for w in run.model.get_weights())
     print(json.dumps({"losses": losses, "steps": int(run.model.optimizer.iterations.numpy()),
                       "weights": hashlib.sha1(weights).hexdigest(),
@@ -109,7 +116,8 @@ def test_mirrored_over_two_devices_follows_one_device_on_the_same_global_batch(t
         curves = {}
         for strategy in ("one_device", "mirrored"):
             keras.utils.set_random_seed(0)
-            curves[strategy] = run(sys.argv[1] + "/" + strategy, strategy, epochs=1)
+            curves[strategy] = run(sys.argv[1] + "/" + strategy, strategy, epochs=1,
+                                   batch_multiple=2 if strategy == "one_device" else None)
         print(json.dumps(curves))
         """
     )
@@ -131,16 +139,30 @@ def _free_port():
         return sock.getsockname()[1]
 
 
-def _workers(workdir, options, count=2, timeout=300):
+def _workers(workdir, options, count=2, timeout=300, kill_after=None, pausing=None):
     """Run ``_RUN`` on a cluster of ``count`` worker processes on loopback; all are killed if
-    any is still running after ``timeout`` seconds. Returns each one's (status, JSON or None,
-    stderr)."""
+    any is still running after ``timeout`` seconds, or (``kill_after``) once every one has
+    trained that many batches. Returns each one's (status, JSON or None, stderr)."""
     cluster = {"worker": [f"127.0.0.1:{_free_port()}" for _ in range(count)]}
+    marker = f"{workdir}-paused"
+    if kill_after:
+        options = {**options, "pause_at": kill_after, "marker": marker}
     processes = []
     for index in range(count):
         task = {"cluster": cluster, "task": {"type": "worker", "index": index}}
-        env = dict(os.environ, TF_CONFIG=json.dumps(task))
+        pause = "1" if pausing is None or index in pausing else "0"
+        env = dict(os.environ, TF_CONFIG=json.dumps(task), ZOO_TEST_PAUSE=pause)
         processes.append(_python(_RUN, str(workdir), "multi_worker", json.dumps(options), env=env))
+    if kill_after:  # each waits at that batch (its peers' next all-reduce waits on it)
+        deadline = time.monotonic() + timeout
+        paused = count if pausing is None else len(pausing)
+        while len(glob.glob(marker + ".*")) < paused and time.monotonic() < deadline:
+            if any(process.poll() is not None for process in processes):
+                break  # one of them ended before the batch: its status says why
+            time.sleep(0.5)
+        for index, process in enumerate(processes):
+            if pausing is None or index in pausing:
+                process.kill()
     results = []
     try:
         for process in processes:
@@ -165,7 +187,8 @@ def _finished(results):
 def test_two_workers_train_one_model_as_one_device_does_and_only_the_chief_writes(tmp_path):
     workdir, alone = tmp_path / "cluster", tmp_path / "alone"
     chief, worker = _finished(_workers(workdir, {"epochs": 1}))
-    one = json.loads(_finish(_python(_RUN, str(alone), "auto", '{"epochs": 1}')).splitlines()[-1])
+    alone_options = json.dumps({"epochs": 1, "batch_multiple": 2})
+    one = json.loads(_finish(_python(_RUN, str(alone), "auto", alone_options)).splitlines()[-1])
     assert chief["steps"] == worker["steps"] == one["steps"] >= 6
     assert chief["weights"] == worker["weights"]  # one model, all-reduced
     assert chief["losses"] == worker["losses"]
@@ -186,14 +209,15 @@ def test_two_workers_killed_after_a_backup_resume_with_the_same_command(tmp_path
     workdir = tmp_path / "cluster"
     # With mixed precision and the BLEU validation of every epoch, which run there too.
     options = {"epochs": 2, "backup_every": 3, "mixed_precision": True, "bleu_sample_size": 4}
-    killed = _workers(workdir, {**options, "kill_at": 5})
+    killed = _workers(workdir, options, kill_after=5)
     assert [status for status, _, _ in killed] == [-9, -9], [err[-2000:] for _, _, err in killed]
     assert os.path.exists(worker_dir(workdir, "worker", 1))  # its backup, for the rerun
     chief, worker = _finished(_workers(workdir, options))
     # Both went on from the backup after 3 batches, to the step count of an unbroken run (two
-    # epochs of 9 batches; Keras counts one more step at the end of each epoch).
-    assert len(chief["losses"]) == len(worker["losses"]) == 2 * 9 - 3
-    assert chief["steps"] == worker["steps"] == 2 * 9 + 2
+    # epochs of 8 batches, each bucket's last batch cut to equal shares, where a batch of one
+    # pair goes; Keras counts one more step at the end of each epoch).
+    assert len(chief["losses"]) == len(worker["losses"]) == 2 * 8 - 3
+    assert chief["steps"] == worker["steps"] == 2 * 8 + 2
     assert chief["weights"] == worker["weights"]
     assert not os.path.exists(worker_dir(workdir, "worker", 1))
     assert len(chief["history"]["val_bleu"]) == 2  # the resumed fit's epoch and the next
@@ -219,3 +243,15 @@ def test_what_cannot_run_on_several_replicas_is_refused_before_training():
     check_distributed_options(two, jit_compile=False, accumulation_steps=1)
     one = tf.distribute.get_strategy()
     check_distributed_options(one, jit_compile=True, accumulation_steps=4)
+
+
+def test_a_worker_whose_peer_dies_stops_with_its_name_and_keeps_its_backup(tmp_path):
+    workdir = tmp_path / "cluster"
+    chief, worker = _workers(workdir, {"epochs": 2, "backup_every": 3}, kill_after=5,
+                             pausing=(1,))  # fmt: skip
+    assert worker[0] == -9
+    status, _, err = chief
+    assert status == 1
+    assert "ConnectionError: worker 1 of the cluster stopped or cannot be reached" in err, err[-3000:]
+    assert f"the backup in {workdir} is as it was" in err
+    assert BACKUP_DIR in os.listdir(workdir)

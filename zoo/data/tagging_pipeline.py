@@ -14,7 +14,7 @@ import tensorflow as tf
 from zoo.data.conllu import UPOS_TAGS
 from zoo.data.epoch_order import epoch_shuffled
 from zoo.data.tagger_vocabulary import OOV_ID, PAD_ID
-from zoo.data.translation_pipeline import bucket_spec, prefetched
+from zoo.data.translation_pipeline import bucket_spec, equal_shares, prefetched
 
 __all__ = ["make_tagging_dataset", "split_long_sentences"]
 
@@ -188,4 +188,4 @@ def make_tagging_dataset(
             return features, labels
 
         ds = ds.map(drop_words, num_parallel_calls=tf.data.AUTOTUNE)
-    return prefetched(ds)
+    return prefetched(equal_shares(ds, batch_multiple))

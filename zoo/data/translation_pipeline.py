@@ -15,7 +15,7 @@ from zoo.data.epoch_order import epoch_shuffled
 from zoo.data.parallel_corpus import SHUFFLE_BUFFER, ParallelCorpus
 from zoo.data.sentencepiece_vocab import PAD_ID
 
-__all__ = ["bucket_spec", "make_translation_dataset", "prefetched"]
+__all__ = ["bucket_spec", "equal_shares", "make_translation_dataset", "prefetched"]
 
 # Pairs are tokenized this many at a time (one tf-text call per chunk instead of one per pair).
 _TOKENIZE_CHUNK = 1024
@@ -35,8 +35,8 @@ def bucket_spec(batch_tokens, max_length, bucket_width=8, batch_multiple=1):
         bucket_width: the length step between bucket bounds.
         batch_multiple: round each batch size down to a multiple of this: the number of
             replicas a batch is split across, so that each replica gets the same number of
-            examples (a bucket's last, partial batch may not). A bucket whose budget holds
-            fewer examples than that gets one per replica, over its budget.
+            examples (a bucket's last, partial batch is cut by :func:`equal_shares`). A bucket
+            whose budget holds fewer examples than that gets one per replica, over its budget.
 
     Returns:
         ``(upper_bounds, batch_sizes)``: two lists of ints of the same length.
@@ -271,7 +271,24 @@ def make_translation_dataset(
         pad_to_bucket_boundary=pad_to_bucket,
         drop_remainder=drop_remainder,
     )
-    return prefetched(ds)
+    return prefetched(equal_shares(ds, batch_multiple))
+
+
+def equal_shares(ds, batch_multiple):
+    """``ds``'s batches cut to a multiple of ``batch_multiple`` examples, the empty ones dropped.
+
+    A bucket's last batch is partial: split across replicas, a batch of 1 leaves a replica
+    nothing, and its gradients (of shape 0 on the batch axis) cannot be summed with the others.
+    Cutting loses fewer than ``batch_multiple`` examples per bucket per epoch, each epoch others.
+    """
+    if batch_multiple == 1:
+        return ds
+
+    def cut(features, labels):
+        whole = tf.shape(tf.nest.flatten(features)[0])[0] // batch_multiple * batch_multiple
+        return tf.nest.map_structure(lambda t: t[:whole], (features, labels))
+
+    return ds.map(cut).filter(lambda features, _: tf.shape(tf.nest.flatten(features)[0])[0] > 0)
 
 
 def prefetched(ds):

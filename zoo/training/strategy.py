@@ -8,6 +8,7 @@ must be on a filesystem that every worker sees.
 
 import hashlib
 import os
+import re
 import tempfile
 import time
 
@@ -113,6 +114,22 @@ def distributable(dataset, strategy):
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
     return dataset.with_options(options)
+
+
+def lost_peer(error, workdir):
+    """The ``ConnectionError`` to raise for a TensorFlow ``error`` that says a peer of the
+    cluster stopped (it sent no heartbeat, so the collective ops were aborted), or None for
+    any other error. The backup stays as the last one written: the same command resumes."""
+    if not isinstance(error, tf.errors.UnavailableError):
+        return None
+    unhealthy = str(error).split("unhealthy", 1)[-1]  # the peers named after it, if it is there
+    peers = sorted(set(re.findall(r"/job:(\w+)/replica:\d+/task:(\d+)", unhealthy)))
+    names = ", ".join(f"{job} {task}" for job, task in peers) or "a peer"
+    return ConnectionError(
+        f"{names} of the cluster stopped or cannot be reached, so this worker stopped too; the "
+        f"backup in {workdir} is as it was: restart every worker with the same command to "
+        "resume from it"
+    )
 
 
 def wait_for_file(path, timeout, poll=0.5):

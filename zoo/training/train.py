@@ -48,6 +48,7 @@ from zoo.training.strategy import (
     fit_across_workers,
     get_strategy,
     is_chief,
+    lost_peer,
     wait_for_file,
     worker_dir,
 )
@@ -331,8 +332,10 @@ def train(
                     callbacks=callbacks,
                     verbose=verbose,
                 )
-            except tf.errors.OpError as error:  # a data file that changed under the run
-                message = data_error(error)
+            except tf.errors.OpError as error:  # a data file that changed, a peer lost
+                message, lost = data_error(error), lost_peer(error, workdir)
+                if lost is not None:
+                    raise lost from None
                 if message is None:
                     raise
                 raise ValueError(message) from None

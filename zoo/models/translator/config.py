@@ -85,6 +85,8 @@ class TranslatorConfig(TrainingConfig):
             the target's. The defaults are the bundled Multi30k's.
         shuffle_buffer: the training pairs in one shuffle window, and the lines of a piece of
             a file that an epoch reads in a drawn order (:class:`zoo.data.ParallelCorpus`).
+        long_pairs: what training does with a pair over ``max_length``: ``"skip"`` it (and
+            count it), or ``"truncate"`` it. Validation always truncates, so every pair counts.
     """
 
     vocab_size: int = 8000
@@ -105,6 +107,7 @@ class TranslatorConfig(TrainingConfig):
     source_lang: str = "en"
     target_lang: str = "de"
     shuffle_buffer: int = 100_000
+    long_pairs: str = "skip"
     cross_attention_score: str = "scaled_dot"
     cross_attention: str = "mha"
     cross_attention_layers: str | tuple = "last"
@@ -134,6 +137,8 @@ class TranslatorConfig(TrainingConfig):
                 "cross_attention='monotonic' scores with the scaled dot product: "
                 f"cross_attention_score must stay 'scaled_dot', got {self.cross_attention_score!r}."
             )
+        if self.long_pairs not in ("skip", "truncate"):
+            raise ValueError(f"long_pairs must be 'skip' or 'truncate', got {self.long_pairs!r}.")
         if isinstance(self.cross_attention_layers, list):  # read back from config.json
             object.__setattr__(self, "cross_attention_layers", tuple(self.cross_attention_layers))
         _check_cross_attention_layers(self)

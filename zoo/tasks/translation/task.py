@@ -180,7 +180,7 @@ class TranslationTask(Task):
             batch_multiple=batch_multiple,
             epoch=epoch,
             shuffle_buffer=config.shuffle_buffer if isinstance(data, ParallelCorpus) else None,
-            long_pairs="skip" if training else "truncate",
+            long_pairs=config.long_pairs if training else "truncate",
             counts=counts,
             **self.objective(config),
         )
