@@ -1,5 +1,9 @@
 """A tiny training run killed with SIGKILL at a random step, then run again with the same
-command: it finishes with the weights of a run that was never killed."""
+command: it finishes with the weights of a run that was never killed, on pairs held in memory
+and on a corpus streamed from gzipped shards."""
+
+import dataclasses
+import gzip
 
 import json
 import os
@@ -11,10 +15,11 @@ import sys
 
 import keras
 import numpy as np
+import pytest
 
 from tests.harness import REPO_ROOT
 from zoo.artifacts import BACKUP_DIR, SENTENCEPIECE_FILE
-from zoo.data import load_multi30k
+from zoo.data import ParallelCorpus, load_multi30k
 from zoo.models.translator import get_config
 from zoo.tasks import get_task
 from zoo.training import train
@@ -52,24 +57,46 @@ class KillAtBatch(keras.callbacks.Callback):
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-def run(workdir, kill_at=None):
+def write_shards(folder, shards=3):
+    """PAIRS in ``shards`` gzipped twin files, for the streamed run."""
+    os.makedirs(folder, exist_ok=True)
+    for shard in range(shards):
+        for side, suffix in ((0, "en"), (1, "de")):
+            text = "".join(pair[side] + "\n" for pair in PAIRS[shard::shards])
+            with gzip.open(os.path.join(folder, f"train.{shard}.{suffix}.gz"), "wt") as f:
+                f.write(text)
+
+
+def run(workdir, kill_at=None, corpus=None):
     """The same command every time (and, with ``kill_at``, the kill); the model and the
-    number of batches trained on."""
+    number of batches trained on. With ``corpus`` (a folder of :func:`write_shards`), the
+    pairs are streamed from its files in pieces of 40 lines (shuffle windows of 40)."""
     keras.utils.set_random_seed(0)
     counter = KillAtBatch(workdir, kill_at)
-    model, _, _ = train(TRANSLATOR, CONFIG, workdir, train_data=PAIRS, validation_data=VAL,
+    config, data = CONFIG, PAIRS
+    if corpus:
+        config = dataclasses.replace(CONFIG, shuffle_buffer=40)
+        data = ParallelCorpus([(f"{corpus}/train.*.en.gz", f"{corpus}/train.*.de.gz")])
+    model, _, _ = train(TRANSLATOR, config, workdir, train_data=data, validation_data=VAL,
                         bleu_sample_size=0, verbose=0, backup_every=BACKUP_EVERY,
                         callbacks=[counter])  # fmt: skip
     return model, counter.seen
 
 
-def test_a_run_killed_at_a_random_step_resumes_to_the_weights_of_one_never_killed(tmp_path):
-    never, batches = run(str(tmp_path / "never"))
+@pytest.mark.parametrize("streamed", [False, True], ids=["in_memory", "streamed"])
+def test_a_run_killed_at_a_random_step_resumes_to_the_weights_of_one_never_killed(tmp_path,
+                                                                                  streamed):
+    corpus = None
+    if streamed:
+        corpus = str(tmp_path / "corpus")
+        write_shards(corpus)
+    never, batches = run(str(tmp_path / "never"), corpus=corpus)
     kill_at = random.Random().randint(BACKUP_EVERY, batches - 1)  # after the first backup
     killed = tmp_path / "killed"
     killed.mkdir()  # the same vocabulary (learning it twice is another test's business)
     shutil.copy(tmp_path / "never" / SENTENCEPIECE_FILE, killed)
-    script = f"from tests.training.test_kill_and_resume import run\nrun({str(killed)!r}, {kill_at})"
+    script = ("from tests.training.test_kill_and_resume import run\n"
+              f"run({str(killed)!r}, {kill_at}, {corpus!r})")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             timeout=300, env=dict(os.environ, PYTHONPATH=REPO_ROOT))  # fmt: skip
     assert result.returncode == -signal.SIGKILL, (kill_at, result.stderr[-3000:])
@@ -79,7 +106,7 @@ def test_a_run_killed_at_a_random_step_resumes_to_the_weights_of_one_never_kille
         killed_at_step = int(f.read())
     assert 0 <= killed_at_step - backup["step"] < BACKUP_EVERY, (kill_at, killed_at_step, backup)
 
-    resumed, _ = run(str(killed))
+    resumed, _ = run(str(killed), corpus=corpus)
     assert int(resumed.optimizer.iterations) == int(never.optimizer.iterations), kill_at
     for expected, got in zip(never.get_weights(), resumed.get_weights()):
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5, err_msg=f"killed at {kill_at}")
