@@ -56,8 +56,9 @@ class DataCounts:
         if not any(skipped.values()):
             return None
         reasons = ", ".join(f"{n} {self.REASONS[r]}" for r, n in skipped.items() if n)
-        return (f"the training data: {int(self.read.numpy())} examples read so far, "
-                f"{sum(skipped.values())} skipped ({reasons})")  # fmt: skip
+        read, total = int(self.read.numpy()), sum(skipped.values())
+        return (f"the training data so far (read ahead of training): {total} of {read} "
+                f"examples skipped ({100 * total / max(read, 1):.2f}%: {reasons})")  # fmt: skip
 
 
 def per_pass(variable, make):

@@ -188,6 +188,18 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
         state = ResumableBackup._read(os.path.join(backup_dir, ResumableBackup.METADATA_FILE))
         return state["epoch"] if state and state.get("batches") else None
 
+    @staticmethod
+    def describe(backup_dir):
+        """Where a rerun resumes, in words ("epoch 3, after 40 of its batches (step 160)"),
+        or None when there is no backup."""
+        state = ResumableBackup._read(os.path.join(backup_dir, ResumableBackup.METADATA_FILE))
+        if not state:
+            return None
+        done = state.get("batches", 0)
+        where = f"after {done} of its batches" if done else "from its start"
+        step = f" (step {state['step']})" if "step" in state else ""
+        return f"epoch {state['epoch'] + 1}, {where}{step}"
+
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)  # the weights, the optimizer, the epoch to start at
         self._epoch, self._done = 0, 0

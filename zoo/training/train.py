@@ -342,6 +342,10 @@ def train(
 
         # A cut epoch is short, and Keras takes every epoch of a fit to have the batches of
         # its first: the rest of it runs in a fit of its own.
+        resumed = ResumableBackup.describe(os.path.join(workdir, BACKUP_DIR))
+        if resumed and verbose:
+            print(f"resuming from the backup in {workdir}: {resumed}", file=sys.stderr,
+                  flush=True)  # fmt: skip
         cut = ResumableBackup.resumes_mid_epoch(os.path.join(workdir, BACKUP_DIR))
         rest = fit(cut + 1) if cut is not None else None
         history = rest if rest is not None and model.stop_training else fit(config.epochs)

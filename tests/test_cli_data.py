@@ -1,0 +1,220 @@
+"""A user's own corpus through the `zoo` command: a rule-made English-Greek corpus trains,
+evaluates, exports, serves through its SavedModel and round-trips through `zoo translate`; and
+each bad input gets one line, exit status 2, and loses nothing."""
+
+import gzip
+import json
+import os
+import random
+import subprocess
+import sys
+import textwrap
+import unicodedata
+
+import pytest
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
+
+from tests.harness import REPO_ROOT
+from tests.test_cli import assert_one_line_error, zoo
+from zoo.artifacts import BACKUP_DIR, LANGUAGES_FILE, MODEL_FILE, SENTENCEPIECE_FILE, serving_path
+
+# English words and their Greek: a sentence is 2 to 6 of them, translated word by word.
+WORDS = {"dog": "σκύλος", "cat": "γάτα", "house": "σπίτι", "sea": "θάλασσα", "sun": "ήλιος",
+         "red": "κόκκινο", "big": "μεγάλο", "small": "μικρό", "runs": "τρέχει",
+         "sleeps": "κοιμάται", "eats": "τρώει", "child": "παιδί", "tree": "δέντρο",
+         "water": "νερό", "bread": "ψωμί", "white": "λευκό", "black": "μαύρο", "sees": "βλέπει",
+         "and": "και", "man": "άντρας"}  # fmt: skip
+EMPTY_PAIRS = 3  # training pairs with an empty side, which training skips and counts
+
+
+def greek_pairs(count, seed):
+    rng, keys = random.Random(seed), sorted(WORDS)
+    pairs = []
+    for _ in range(count):
+        words = [rng.choice(keys) for _ in range(rng.randint(2, 6))]
+        pairs.append((" ".join(words) + ".", " ".join(WORDS[w] for w in words) + "."))
+    return pairs
+
+
+def write_pairs(folder, name, pairs, gzipped=False):
+    """``name.en`` and ``name.el`` (``.gz`` if ``gzipped``); returns their paths."""
+    paths = []
+    for side, language in ((0, "en"), (1, "el")):
+        path = os.path.join(folder, f"{name}.{language}" + (".gz" if gzipped else ""))
+        text = "".join(pair[side] + "\n" for pair in pairs).encode("utf-8")
+        with open(path, "wb") as f:
+            f.write(gzip.compress(text, mtime=0) if gzipped else text)
+        paths.append(path)
+    return paths
+
+
+def train_command(workdir, train, valid, *extra):
+    return ["train", "translator", "--preset", "tiny", "--workdir", str(workdir), "--seed", "0",
+            "--vocab-size", "340", "--learning-rate", "1e-2", "--warmup-steps", "10",
+            "--bleu-sample", "0", "--train", *train, "--valid", *valid, *extra]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def greek(tmp_path_factory):
+    """The corpus, and a translator trained on it for 25 epochs (about 30 s)."""
+    folder = tmp_path_factory.mktemp("greek")
+    pairs = greek_pairs(600, seed=0)
+    pairs[10:10] = [("", "κενό."), ("empty.", "   "), ("", "")]  # skipped, counted
+    train = write_pairs(folder, "train", pairs, gzipped=True)
+    valid = write_pairs(folder, "valid", greek_pairs(20, seed=1))
+    test = write_pairs(folder, "test", greek_pairs(20, seed=2))
+    workdir = folder / "w"
+    status, _, err = zoo(*train_command(workdir, train, valid, "--epochs", "25"))
+    assert status == 0, err[-3000:]
+    return {"folder": folder, "train": train, "valid": valid, "test": test, "workdir": workdir,
+            "log": err}  # fmt: skip
+
+
+def is_greek(text):
+    return all(c in " ." or "GREEK" in unicodedata.name(c) for c in text)
+
+
+def test_a_greek_corpus_trains_evaluates_exports_serves_and_translates(greek, tmp_path):
+    workdir, (source, reference) = greek["workdir"], greek["test"]
+    # Counted as read (the pipeline reads ahead of training): 3 pairs in 603, each epoch.
+    last = [line for line in greek["log"].splitlines() if line.startswith("epoch 25: ")]
+    assert last and "examples skipped (0.50%: " in last[0], greek["log"][-2000:]
+    assert last[0].endswith(" empty)"), last
+    with open(workdir / "config.json") as f:
+        config = json.load(f)
+    assert (config["source_lang"], config["target_lang"]) == ("en", "el")
+
+    status, out, err = zoo("evaluate", "translator", "--workdir", str(workdir), "--source", source,
+                           "--reference", reference, "--method", "greedy")  # fmt: skip
+    assert status == 0, err[-3000:]
+    assert f"{workdir}: en -> el" in err
+    with open(workdir / "eval" / "test.en.greedy.scores.json") as f:
+        scores = json.load(f)
+    assert scores["bleu"] > 5 and scores["chrf"] > 20, scores  # it learned the word mapping
+    with open(workdir / "eval" / "test.en.greedy.hyp.txt", encoding="utf-8") as f:
+        hypotheses = f.read().splitlines()
+    assert len(hypotheses) == 20 and all(is_greek(h) for h in hypotheses), hypotheses
+
+    export = tmp_path / "export"
+    status, _, err = zoo("export", "translator", "--workdir", str(workdir), "--output", str(export))
+    assert status == 0, err[-3000:]
+    serving = serving_path(str(export))
+    with open(os.path.join(serving, "assets.extra", LANGUAGES_FILE)) as f:
+        assert json.load(f) == {"source": "en", "target": "el"}
+    with open(source, encoding="utf-8") as f:
+        sources = f.read().splitlines()
+    model = tf.saved_model.load(serving)
+    served = model.signatures["translate_greedy"](inputs=tf.constant(sources))["translations"]
+    served = [t.decode("utf-8") for t in served.numpy()]
+    assert served == hypotheses
+
+    status, out, err = zoo("translate", "--workdir", str(export), "--method", "greedy",
+                           stdin="\n".join(sources) + "\n")  # fmt: skip
+    assert status == 0, err[-3000:]
+    assert out.splitlines() == served
+    assert f"{export}: en -> el" in err
+
+
+# ---------------------------------------------------------------- bad input
+def assert_error_line(status, stderr, *words):
+    """Exit status 2 and the error on the last line, after what the run said it was doing."""
+    assert status == 2 and "Traceback" not in stderr, stderr[-3000:]
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("zoo train: error: "), last
+    for word in words:
+        assert word in last, (word, last)
+
+
+def _lines_changed(path, change):
+    with open(path, "rb") as f:
+        data = f.read()
+    gzipped = data[:2] == b"\x1f\x8b"
+    data = change(gzip.decompress(data) if gzipped else data)
+    with open(path, "wb") as f:
+        f.write(gzip.compress(data, mtime=0) if gzipped else data)
+
+
+def test_bad_corpora_get_one_line_before_training(greek, tmp_path):
+    valid = greek["valid"]
+    short = write_pairs(tmp_path, "short", greek_pairs(8, seed=3))
+    _lines_changed(short[1], lambda data: data.rsplit(b"\n", 2)[0] + b"\n")  # a line less
+    status, _, err = zoo(*train_command(tmp_path / "w1", short, valid))
+    assert_one_line_error(status, err, "not line-aligned", f"{short[0]} has 8 lines",
+                          f"{short[1]} has 7")  # fmt: skip
+
+    broken = write_pairs(tmp_path, "broken", greek_pairs(8, seed=3))
+    _lines_changed(broken[1], lambda data: data.replace("σ".encode(), b"\xcf", 1))
+    line = 1 + next(i for i, (_, t) in enumerate(greek_pairs(8, seed=3)) if "σ" in t)
+    status, _, err = zoo(*train_command(tmp_path / "w2", broken, valid))
+    assert_one_line_error(status, err, f"{broken[1]}, line {line}: invalid UTF-8")
+
+    status, _, err = zoo(*train_command(tmp_path / "w3", [str(tmp_path / "none.*.en"),
+                                                          str(tmp_path / "none.*.el")], valid))
+    assert_one_line_error(status, err, "--train", "none.*.en: no file matches")
+
+    # Every pair over --max-length 3 (the vocabulary given, so that none is learned).
+    model = str(greek["workdir"] / SENTENCEPIECE_FILE)
+    status, _, err = zoo(*train_command(tmp_path / "w4", greek["train"], valid, "--max-length",
+                                        "3", "--sentencepiece-model", model))  # fmt: skip
+    assert_error_line(status, err, "no pair is left to train on", "--max-length")
+
+    not_a_model = tmp_path / "vocab.txt"
+    not_a_model.write_text("dog\ncat\n")
+    status, _, err = zoo(*train_command(tmp_path / "w5", greek["train"], valid,
+                                        "--sentencepiece-model", str(not_a_model)))  # fmt: skip
+    assert_error_line(status, err, str(not_a_model))
+    for number in range(1, 6):
+        assert not os.path.exists(tmp_path / f"w{number}" / MODEL_FILE)
+
+
+# A run whose training file is cut short (a gzip file rewritten) while it trains: `zoo` is run
+# in a Python whose training callbacks add one that does it after the first batch.
+_TRUNCATE_WHILE_TRAINING = textwrap.dedent(
+    """
+    import gzip, importlib, sys
+    import keras
+    import zoo_cli
+
+    training = importlib.import_module("zoo.training.train")  # the module, not the function
+    path, argv = sys.argv[1], sys.argv[2:]
+
+    class CutTheFile(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 0 and self.model.optimizer.iterations > 4:  # after the first backup
+                with gzip.open(path) as f:
+                    lines = f.read().splitlines(keepends=True)
+                with open(path, "wb") as f:
+                    f.write(gzip.compress(b"".join(lines[:40]), mtime=0))
+
+    standard = training.standard_callbacks
+    training.standard_callbacks = lambda *a, **k: [CutTheFile(), *standard(*a, **k)]
+    zoo_cli.main(argv)
+    """
+)
+
+
+def test_a_file_cut_short_mid_training_is_named_and_the_fixed_rerun_resumes(greek, tmp_path):
+    train = write_pairs(tmp_path, "train", greek_pairs(600, seed=4), gzipped=True)
+    with open(train[1], "rb") as f:
+        intact = f.read()
+    argv = train_command(tmp_path / "w", train, greek["valid"], "--epochs", "3",
+                         "--backup-every", "4", "--shuffle-buffer", "50")  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run([sys.executable, "-c", _TRUNCATE_WHILE_TRAINING, train[1], *argv],
+                            capture_output=True, text=True, timeout=600, cwd=REPO_ROOT,
+                            env=dict(env, PYTHONPATH=REPO_ROOT))  # fmt: skip
+    assert result.returncode == 2, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"zoo train: error: {train[0]} and {train[1]}: lines "), last
+    assert "then rerun the same command to resume" in last
+    assert "Traceback" not in result.stderr
+    assert os.path.isdir(tmp_path / "w" / BACKUP_DIR) and not os.path.exists(
+        tmp_path / "w" / MODEL_FILE)
+
+    with open(train[1], "wb") as f:  # the file restored: the same command resumes and finishes
+        f.write(intact)
+    status, _, err = zoo(*argv)
+    assert status == 0, err[-3000:]
+    assert "resum" in err.lower(), err[-2000:]
+    assert os.path.exists(tmp_path / "w" / MODEL_FILE)
