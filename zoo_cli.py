@@ -444,15 +444,20 @@ def build_parser():
     average.add_argument("--last", type=positive_int, required=True, help="epochs to average")
 
     distill = commands.add_parser(
-        "distill", parents=[common], help="a teacher translator's translations, for train --data",
-        description="Translate Multi30k's English training sources with a teacher translator's "
-        "beam search: sequence-level distillation data for `zoo train nat|translator --data`. "
-        "Rerunning the same command resumes an interrupted run.",
+        "distill", parents=[common], help="a teacher translator's translations, for train --train",
+        description="Translate a corpus's sources (default: the bundled Multi30k's training "
+        "pairs) with a teacher translator's beam search: sequence-level distillation data, two "
+        "files named by the teacher's languages (train.en, train.de), for `zoo train "
+        "nat|translator --train KD/train.en KD/train.de --sentencepiece-model "
+        "KD/sentencepiece.model`. Rerunning the same command resumes an interrupted run.",
     )
     distill.add_argument("--teacher", required=True, help="a translator's workdir or export")
     distill.add_argument("--workdir", required=True,
                          help="the data's folder (resumes if it exists)")
     distill.set_defaults(distill_options=_add(distill, (
+        flag("--train", dest="train_files", nargs="+", action=CorpusFlag, metavar="SRC TGT",
+             help="the corpus whose sources the teacher translates (its targets are not read; "
+             "repeat for several corpora, in order)"),
         flag("--beam-size", type=positive_int, help="the teacher's beams (default 5)"),
         flag("--batch-size", type=positive_int, help="sentences translated together (default 64)"),
         flag("--limit", type=positive_int, help="only the first N training pairs (quick runs)"),
@@ -562,6 +567,8 @@ def _check_data_flags(args):
         for path in (args.source, *args.reference):
             if not os.path.isfile(path):
                 raise _usage_error(f"{where} {path}: no such file")
+    if args.command == "distill" and getattr(args, "train_files", None):
+        _check_distill_languages(args)
     if args.command != "train" or not getattr(args, "train_files", None):
         return
     where = f"zoo train {args.task}: error:"
@@ -581,6 +588,23 @@ def _check_data_flags(args):
     if args.source_lang == args.target_lang:
         raise _usage_error(f"{where} the source and target languages are both "
                            f"{args.source_lang!r}: give --source-lang and --target-lang")
+
+
+def _check_distill_languages(args):
+    """The corpus's source language, where its file names one, is the teacher's."""
+    teacher = "en"  # a teacher from before languages were recorded: the bundled En-De's
+    for name, key in (("languages.json", "source"), ("config.json", "source_lang")):
+        try:
+            with open(os.path.join(args.teacher, name), encoding="utf-8") as f:
+                teacher = json.load(f)[key]
+            break
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # zoo.tasks.load names a broken file once TensorFlow is up
+    source = args.train_files[0][0]
+    language = _language_of(source)
+    if language is not None and language != teacher:
+        raise _usage_error(f"zoo distill: error: the teacher translates from {teacher!r}, "
+                           f"and {source} is named as {language!r}")  # fmt: skip
 
 
 def _language_of(path):

@@ -278,6 +278,7 @@ def test_translate_is_quiet_seeded_and_shows_progress(capsys):
 def test_the_tables_of_the_command_line_match_the_tasks():
     from zoo.data import MULTI30K_SPLITS, UD_ENGLISH_EWT_SPLITS
     from zoo.layers.attention.scaled_dot_product import SCORE_FUNCTIONS
+    from zoo.models.translator.config import LONG_PAIRS
     from zoo.layers.scheduled_sampling import SCHEDULES
     from zoo.models.nat import DECODER_INPUTS, DECODERS, LENGTH_MODES
     from zoo.tasks import TASKS
@@ -296,6 +297,7 @@ def test_the_tables_of_the_command_line_match_the_tasks():
         "--length-mode": LENGTH_MODES,
         "--decoder": DECODERS,
         "--cross-attention-score": SCORE_FUNCTIONS,
+        "--long-pairs": LONG_PAIRS,
     }
     assert zoo_cli.CROSS_ATTENTION_SCORE[1]["choices"] == SCORE_FUNCTIONS
     assert zoo_cli.SCHEDULED_SAMPLING[1]["choices"] == ("none",) + SCHEDULES

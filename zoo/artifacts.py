@@ -36,11 +36,16 @@ EPOCHS_DIR = "epochs"  # the weights of the last few epochs, for `zoo average`
 EPOCH_WEIGHTS = "epoch-{epoch:04d}.weights.h5"  # one file of EPOCHS_DIR; epochs count from 1
 EVAL_DIR = "eval"  # `zoo evaluate` writes its scores and outputs here by default
 
-# A folder of `zoo distill`: sequence-level distillation data, the --data of `zoo train`.
-DISTILL_MANIFEST_FILE = "distill.json"  # teacher, beam size, sentences, seconds, finished
-DISTILL_SOURCE_FILE = "train.en"  # the training sources, one per line, in corpus order
-DISTILL_TARGET_FILE = "train.de"  # the teacher's translations, line by line with the sources
-DISTILL_PARTIAL_FILE = "train.de.partial"  # "index<TAB>translation" lines, as they are made
+# A folder of `zoo distill`: sequence-level distillation data, a --train corpus of `zoo train`.
+DISTILL_MANIFEST_FILE = "distill.json"  # teacher, beam size, data, files, seconds, finished
+
+
+def distill_file_names(source_lang, target_lang):
+    """The files of a ``zoo distill`` folder, named by the teacher's languages: the sources in
+    corpus order, the teacher's translations line by line with them, and the
+    ``index<TAB>translation`` lines made so far."""
+    return {"source": f"train.{source_lang}", "target": f"train.{target_lang}",
+            "partial": f"train.{target_lang}.partial"}  # fmt: skip
 
 
 def read_languages(folder):

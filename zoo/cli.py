@@ -12,13 +12,11 @@ import sys
 
 from zoo.artifacts import (
     CONFIG_FILE,
-    DISTILL_SOURCE_FILE,
-    DISTILL_TARGET_FILE,
     EVAL_DIR,
     MODEL_FILE,
     read_languages,
 )
-from zoo.data import one_line
+from zoo.data import ParallelCorpus, one_line
 from zoo.tasks import get_task, load
 from zoo.tasks.task import EvaluationFiles
 from zoo.tasks.translation.distillation import distill
@@ -164,10 +162,11 @@ def cmd_average(args):
 
 
 def cmd_distill(args):
-    manifest = distill(
-        args.teacher, args.workdir, verbose=True, **_options(args, args.distill_options)
-    )
-    files = f"{DISTILL_SOURCE_FILE} and {DISTILL_TARGET_FILE}"
+    options = _options(args, args.distill_options)
+    corpora = options.pop("train_files", None)
+    corpus = ParallelCorpus(corpora, flag="--train") if corpora else None
+    manifest = distill(args.teacher, args.workdir, corpus=corpus, verbose=True, **options)
+    files = " and ".join(manifest["files"][side] for side in ("source", "target"))
     print(f"{manifest['sentences']} distilled pairs in {args.workdir} ({files})")
 
 

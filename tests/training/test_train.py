@@ -77,6 +77,19 @@ def test_a_field_added_since_the_workdir_counts_at_its_default(tmp_path):
         check_config(CONFIG, str(tmp_path))
 
 
+def test_a_removed_field_resumes_at_its_old_default_only(tmp_path):
+    from zoo.training.train import check_config
+
+    for data_dir, resumes in (("", True), ("/elsewhere/kd", False)):
+        saved = {**dataclasses.asdict(CONFIG), "data_dir": data_dir}  # before --train
+        (tmp_path / "config.json").write_text(json.dumps(saved))
+        if resumes:
+            check_config(CONFIG, str(tmp_path))
+        else:
+            with pytest.raises(ValueError, match=r"fields \['data_dir'\] differ"):
+                check_config(CONFIG, str(tmp_path))
+
+
 def test_a_tuple_field_resumes_from_its_json_list(tmp_path):
     from zoo.models import tagger_config
     from zoo.training.train import check_config

@@ -1,10 +1,10 @@
-"""Reading a folder of ``zoo distill``: a teacher's translations of the training sources, the
-data that a config's ``data_dir`` (``zoo train ... --data``) trains on."""
+"""Reading a folder of ``zoo distill``: a teacher's translations of the training sources (the
+files that ``zoo train --train`` takes, named in its manifest)."""
 
 import json
 import os
 
-from zoo.artifacts import DISTILL_MANIFEST_FILE, DISTILL_SOURCE_FILE, DISTILL_TARGET_FILE
+from zoo.artifacts import DISTILL_MANIFEST_FILE
 from zoo.data.multi30k import read_parallel
 
 __all__ = ["read_distilled", "read_manifest"]
@@ -39,7 +39,11 @@ def read_distilled(folder):
             f"{manifest_path}: the distillation is not finished; rerun `zoo distill` with "
             f"--workdir {folder} to complete it"
         )
-    paths = [os.path.join(folder, name) for name in (DISTILL_SOURCE_FILE, DISTILL_TARGET_FILE)]
+    files = manifest.get("files")
+    if not (isinstance(files, dict) and all(isinstance(files.get(k), str)
+                                            for k in ("source", "target"))):  # fmt: skip
+        raise ValueError(f"{manifest_path}: no source and target files named (\"files\")")
+    paths = [os.path.join(folder, files[side]) for side in ("source", "target")]
     for path in paths:
         if not os.path.exists(path):
             raise FileNotFoundError(f"{path}: missing, though {manifest_path} says finished")

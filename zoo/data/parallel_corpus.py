@@ -25,6 +25,7 @@ dataset, then a bounded shuffle; weighted corpora mixed by sampling).
 import dataclasses
 import glob
 import hashlib
+import itertools
 import os
 import random
 import zlib
@@ -270,13 +271,12 @@ class ParallelCorpus:
     # ------------------------------------------------------------ reading
     def read_pairs(self, limit=None):
         """The pairs in file order, as Python strings (for small corpora: validation)."""
-        pairs = []
+        return list(itertools.islice(self.iter_pairs(), limit))
+
+    def iter_pairs(self):
+        """The pairs in file order, as Python strings, streamed."""
         for _, source, target in self.shards:
-            for pair in zip(_text_lines(source.path), _text_lines(target.path)):
-                if limit is not None and len(pairs) >= limit:
-                    return pairs
-                pairs.append(pair)
-        return pairs
+            yield from zip(_text_lines(source.path), _text_lines(target.path))
 
     def sample_sentences(self, size, seed=0):
         """A uniform random sample of at most ``size`` sentences, both sides of ``size // 2``

@@ -58,6 +58,9 @@ __all__ = ["check_config", "standard_callbacks", "train", "training_dtype_policy
 
 _RESUMABLE_FIELDS = ("epochs",)
 VOCABULARY_TIMEOUT = 600  # seconds a worker waits for the chief's vocabulary
+# Fields gone from the configs, with the value a workdir's config.json then held for what the
+# configs do now: data_dir "" was the bundled corpus (a folder of `zoo distill` is --train now).
+_REMOVED_FIELDS = {"data_dir": ""}
 BACKUP_EVERY = 200  # steps between backups within an epoch (minutes of the small model here)
 
 
@@ -74,6 +77,8 @@ def check_config(config, workdir):
         # Training longer is a legitimate resume; anything else would mix two models. A field
         # added to the config class since the workdir was made counts at its default.
         defaults = {field.name: field.default for field in dataclasses.fields(config)}
+        # A field since removed counts as absent at the value that meant "as now".
+        saved = {k: v for k, v in saved.items() if k in defaults or _REMOVED_FIELDS.get(k) != v}
         changed = sorted(
             k for k in set(saved) | set(fields)
             if k not in _RESUMABLE_FIELDS and saved.get(k, defaults.get(k)) != fields.get(k)

@@ -1,5 +1,6 @@
 """Sequence-level distillation data: distill() against translate(), its resume after a kill, its
-guards, and a student trained on it through `zoo train nat --data`.
+guards, a corpus of the user's (`zoo distill --train`), and a student trained on it through
+`zoo train nat --train`.
 
 The teacher is a tiny translator with random weights: its translations are nonsense, but long
 and varied (byte pieces, control characters and all), which is what the file format must carry.
@@ -16,20 +17,28 @@ import pytest
 from zoo.artifacts import (
     CONFIG_FILE,
     DISTILL_MANIFEST_FILE,
-    DISTILL_PARTIAL_FILE,
-    DISTILL_SOURCE_FILE,
-    DISTILL_TARGET_FILE,
     MODEL_FILE,
     SENTENCEPIECE_FILE,
     SENTENCEPIECE_PREFIX,
 )
-from zoo.data import load_multi30k, one_line, read_distilled, read_lines, train_sentencepiece
+from zoo.data import (
+    ParallelCorpus,
+    load_multi30k,
+    multi30k_files,
+    one_line,
+    read_distilled,
+    read_lines,
+    train_sentencepiece,
+)
 from zoo.models import build_translator, translator_config
 from zoo.tasks import get_task, load, translate
 from zoo.tasks.translation import TranslationTask
 from zoo.tasks.translation.distillation import distill
 from zoo_cli import CommandLineError, main
 
+# A teacher with no languages recorded was trained on the bundled En-De: its files say so.
+DISTILL_SOURCE_FILE, DISTILL_TARGET_FILE, DISTILL_PARTIAL_FILE = "train.en", "train.de", (
+    "train.de.partial")
 LIMIT, BEAM, BATCH = 20, 2, 8  # 3 batches, the last one short
 SETTINGS = {"beam_size": BEAM, "batch_size": BATCH, "limit": LIMIT}
 FILES = (DISTILL_SOURCE_FILE, DISTILL_TARGET_FILE, DISTILL_MANIFEST_FILE)
@@ -155,8 +164,9 @@ def test_a_partial_file_of_something_else_is_refused(teacher, tmp_path):
     (folder / DISTILL_PARTIAL_FILE).write_text("3\tEin Hund.\n")
     with pytest.raises(ValueError, match=f"found without .*{DISTILL_MANIFEST_FILE}"):
         distill(teacher, folder, **SETTINGS)
-    manifest = {"teacher": teacher, "beam_size": BEAM, "sentences": LIMIT, "seconds": 0.0,
-                "finished": False}
+    data = ParallelCorpus([multi30k_files("train")]).fingerprint()
+    manifest = {"teacher": teacher, "beam_size": BEAM, "sentences": LIMIT, "data": data,
+                "seconds": 0.0, "finished": False}
     (folder / DISTILL_MANIFEST_FILE).write_text(json.dumps(manifest))
     (folder / DISTILL_PARTIAL_FILE).write_text(f"3\tEin Hund.\n{LIMIT}\tZu weit.\n")
     with pytest.raises(ValueError, match="line 2: not an index<TAB>translation line"):
@@ -215,3 +225,27 @@ def test_the_nat_trains_on_the_distilled_pairs_and_keeps_to_them(distilled, tmp_
         main(["train", "nat", "--workdir", workdir + "2", "--train", str(tmp_path / "nowhere.en"),
               files[1], "--valid", *files])
     assert not os.path.exists(workdir + "2")
+
+
+def test_distill_translates_the_sources_of_a_users_corpus(teacher, tmp_path, capsys):
+    sources = ["A man reads.", "Two dogs play in the park.", "", "A woman sings a song."]
+    (tmp_path / "mine.en").write_text("".join(s + "\n" for s in sources))
+    (tmp_path / "mine.de").write_text("x\n" * len(sources))  # not read
+    folder = str(tmp_path / "kd")
+    corpus = ["--train", str(tmp_path / "mine.en"), str(tmp_path / "mine.de")]
+    main(["distill", "--teacher", teacher, "--workdir", folder, *corpus, "--beam-size", "2"])
+    assert capsys.readouterr().out.startswith(f"4 distilled pairs in {folder} (train.en and "
+                                              "train.de)")  # fmt: skip
+    assert read_lines(os.path.join(folder, DISTILL_SOURCE_FILE)) == sources
+    _, model, vocabulary = load(teacher)
+    expected = translate(model, vocabulary, sources, beam_size=2, batch_size=64)
+    assert read_lines(os.path.join(folder, DISTILL_TARGET_FILE)) == [one_line(t) for t in expected]
+    # Another corpus in the same folder is refused; so is one named in another language.
+    (tmp_path / "mine.en").write_text("Something else.\n" * len(sources))
+    with pytest.raises(CommandLineError, match="mine.en is not the file this run started on"):
+        main(["distill", "--teacher", teacher, "--workdir", folder, *corpus, "--beam-size", "2"])
+    shutil.copy(tmp_path / "mine.en", tmp_path / "mine.cs")
+    with pytest.raises(CommandLineError, match="the teacher translates from 'en', and .*mine.cs "
+                       "is named as 'cs'"):  # fmt: skip
+        main(["distill", "--teacher", teacher, "--workdir", str(tmp_path / "kd2"), "--train",
+              str(tmp_path / "mine.cs"), str(tmp_path / "mine.de")])

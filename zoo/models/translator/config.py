@@ -7,7 +7,9 @@ from zoo.layers.scheduled_sampling import SCHEDULES, check_schedule
 from zoo.models.presets import from_presets
 from zoo.models.training_config import TrainingConfig
 
-__all__ = ["CROSS_ATTENTIONS", "PRESETS", "TranslatorConfig", "get_config"]
+LONG_PAIRS = ("skip", "truncate")  # what training does with a pair over max_length
+
+__all__ = ["CROSS_ATTENTIONS", "LONG_PAIRS", "PRESETS", "TranslatorConfig", "get_config"]
 
 # The cross attentions a translator's decoder blocks can use (zoo/layers/attention/).
 CROSS_ATTENTIONS = ("mha", "location_aware", "monotonic")
@@ -137,8 +139,8 @@ class TranslatorConfig(TrainingConfig):
                 "cross_attention='monotonic' scores with the scaled dot product: "
                 f"cross_attention_score must stay 'scaled_dot', got {self.cross_attention_score!r}."
             )
-        if self.long_pairs not in ("skip", "truncate"):
-            raise ValueError(f"long_pairs must be 'skip' or 'truncate', got {self.long_pairs!r}.")
+        if self.long_pairs not in LONG_PAIRS:
+            raise ValueError(f"long_pairs must be one of {LONG_PAIRS}, got {self.long_pairs!r}.")
         if isinstance(self.cross_attention_layers, list):  # read back from config.json
             object.__setattr__(self, "cross_attention_layers", tuple(self.cross_attention_layers))
         _check_cross_attention_layers(self)

@@ -1,17 +1,17 @@
 """Sequence-level knowledge distillation: a teacher translator's beam translations of the
 training sources, for a student (the NAT, or a smaller translator) to train on.
 
-:func:`distill` (``zoo distill``) writes a folder of plain text pairs;
-:func:`zoo.data.read_distilled` reads it back, and is what a config's ``data_dir``
-(``zoo train ... --data``) trains on. A run
-is resumable: each batch's translations are on disk as soon as they are made, so rerunning the
-same call goes on where the last one stopped, even after ``kill -9``.
+:func:`distill` (``zoo distill``) writes a folder of two line-aligned text files named by the
+teacher's languages (``train.en``, ``train.de``): a corpus like any other for ``zoo train
+--train``. A run is resumable: each batch's translations are on disk as soon as they are made,
+so rerunning the same call goes on where the last one stopped, even after ``kill -9``.
 
 References:
     Kim & Rush 2016, "Sequence-Level Knowledge Distillation"; Gu et al. 2018,
     "Non-Autoregressive Neural Machine Translation".
 """
 
+import itertools
 import json
 import os
 import shutil
@@ -20,108 +20,148 @@ import time
 
 from zoo.artifacts import (
     DISTILL_MANIFEST_FILE,
-    DISTILL_PARTIAL_FILE,
-    DISTILL_SOURCE_FILE,
-    DISTILL_TARGET_FILE,
+    distill_file_names,
+    read_languages,
     write_text_atomically,
+    written_atomically,
 )
-from zoo.data import load_multi30k, one_line
+from zoo.data import ParallelCorpus, fingerprint_change, multi30k_files, one_line
 from zoo.data.distilled import read_manifest
 from zoo.tasks.loading import load_trained
 from zoo.tasks.translation.task import TranslationTask
 from zoo.progress import Progress
 
-__all__ = ["distill"]
+__all__ = ["WINDOW", "distill"]
+
+# Sources are read this many at a time and sorted by length within each window: memory bounded
+# by a window (and the translations made, which the target file is written from).
+WINDOW = 10_000
 
 
-def distill(teacher_folder, workdir, beam_size=5, batch_size=64, limit=None, verbose=False):
-    """Translate Multi30k's English training sources with a teacher translator's beam search.
+def distill(teacher_folder, workdir, corpus=None, beam_size=5, batch_size=64, limit=None,
+            verbose=False):
+    """Translate a corpus's sources with a teacher translator's beam search.
 
     The beam is 5 by default: the beam that ``zoo evaluate`` scores a translator with, and Kim &
     Rush's, so that the student learns the outputs whose BLEU the teacher is known by (4, the
     default of ``zoo translate``, costs about a fifth less).
 
-    The sentences go through sorted by length (less padding, shorter searches). Each batch's
-    translations are appended to ``train.de.partial`` as ``index<TAB>translation`` lines and
-    flushed; a rerun translates only the sentences not in it (a torn last line, from a kill in
-    mid-write, is dropped). At the end ``train.en`` and ``train.de`` are written in corpus order,
-    each under a temporary name then renamed, and ``distill.json`` is marked finished; a rerun
-    then does nothing. A tab or line break in a sentence becomes a space. The teacher's
-    vocabulary is copied beside the data: a student trained on it (``zoo train --data``) uses it.
+    The sources are read in windows of :data:`WINDOW` and go through sorted by length within
+    each (less padding, shorter searches). Each batch's translations are appended to
+    ``train.<target>.partial`` as ``index<TAB>translation`` lines and flushed; a rerun
+    translates only the sentences not in it (a torn last line, from a kill in mid-write, is
+    dropped). At the end ``train.<source>`` and ``train.<target>`` (the teacher's languages)
+    are written in corpus order, each under a temporary name then renamed, and ``distill.json``
+    is marked finished; a rerun then does nothing. A tab or line break in a sentence becomes a
+    space. The teacher's vocabulary is copied beside the data, for the student's
+    ``--sentencepiece-model``.
 
     Args:
         teacher_folder: a workdir or export folder of a translator (``zoo train translator``).
         workdir: the folder of the distilled data (created if missing; resumed if it exists).
+        corpus: a :class:`~zoo.data.ParallelCorpus` whose sources are translated (its targets
+            are not read); None: the bundled Multi30k's training pairs.
         beam_size: the teacher's beams.
         batch_size: the sentences translated together.
-        limit: only the first ``limit`` training pairs (quick runs); None: all 29,000.
+        limit: only the first ``limit`` pairs (quick runs); None: all.
         verbose: a progress bar over the sentences, and what a rerun finds, on stderr.
 
     Returns:
         The manifest (``distill.json``) as a dict: ``teacher`` (its absolute path),
-        ``beam_size``, ``sentences``, ``seconds`` (over every run) and ``finished``.
+        ``beam_size``, ``sentences``, ``data`` (the corpus's fingerprint), ``files`` (the two
+        files' names), ``seconds`` (over every run) and ``finished``.
 
     Raises:
         FileNotFoundError: no teacher folder, or no model in it.
         ValueError: a teacher that is not a translator, a workdir begun with another teacher,
-            beam size or limit, or a partial file that is not this distillation's.
+            corpus, beam size or limit, or a partial file that is not this distillation's.
 
     Example:
         >>> manifest = distill("workdirs/small", "workdirs/kd", limit=100)  # doctest: +SKIP
-        >>> manifest["finished"], manifest["sentences"]  # doctest: +SKIP
-        (True, 100)
+        >>> manifest["finished"], manifest["sentences"], manifest["files"]  # doctest: +SKIP
+        (True, 100, {'source': 'train.en', 'target': 'train.de'})
     """
     start = time.monotonic()
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}.")
-    sources = [one_line(source) for source, _ in load_multi30k("train")[:limit]]
+    if corpus is None:
+        corpus = ParallelCorpus([multi30k_files("train")], flag="Multi30k train")
+    if corpus.weighted:
+        raise ValueError(f"{corpus}: distillation translates every pair once; give no weights")
+    count = corpus.num_pairs if limit is None else min(limit, corpus.num_pairs)
+    # A teacher from before languages were recorded was trained on the bundled En-De.
+    languages = read_languages(teacher_folder) or {"source": "en", "target": "de"}
+    names = distill_file_names(languages["source"], languages["target"])
     teacher = os.path.abspath(teacher_folder)
-    settings = {"teacher": teacher, "beam_size": beam_size, "sentences": len(sources)}
+    settings = {"teacher": teacher, "beam_size": beam_size, "sentences": count,
+                "data": corpus.fingerprint()}  # fmt: skip
     manifest_path = os.path.join(workdir, DISTILL_MANIFEST_FILE)
-    partial_path = os.path.join(workdir, DISTILL_PARTIAL_FILE)
+    partial_path = os.path.join(workdir, names["partial"])
     manifest = _resumed_manifest(manifest_path, partial_path, settings)
+    manifest["files"] = {"source": names["source"], "target": names["target"]}
     if manifest["finished"]:
-        _say(verbose, f"{workdir}: already distilled ({len(sources)} sentences); nothing to do")
+        _say(verbose, f"{workdir}: already distilled ({count} sentences); nothing to do")
         return manifest
 
     task = TranslationTask()
     model, vocabulary = load_trained(teacher_folder, task)
     os.makedirs(workdir, exist_ok=True)
-    # The student learns in the teacher's vocabulary (zoo train --data takes it from here).
+    # The student learns in the teacher's vocabulary (its --sentencepiece-model).
     shutil.copyfile(
         os.path.join(teacher_folder, task.vocabulary_file),
         os.path.join(workdir, task.vocabulary_file),
     )
     _save_manifest(manifest_path, manifest)
-    done = _read_partial(partial_path, len(sources))
+    done = _read_partial(partial_path, count)
     if done:
-        _say(verbose, f"{workdir}: resuming, {len(done)} of {len(sources)} sentences translated")
-    todo = sorted((i for i in range(len(sources)) if i not in done), key=lambda i: len(sources[i]))
-    progress = Progress(len(todo), enabled=verbose, unit="sentences")
+        _say(verbose, f"{workdir}: resuming, {len(done)} of {count} sentences translated")
+    progress = Progress(count - len(done), enabled=verbose, unit="sentences")
     seconds = manifest["seconds"]
     with open(partial_path, "a", encoding="utf-8", newline="\n") as partial:
-        for begin in range(0, len(todo), batch_size):
-            batch = todo[begin : begin + batch_size]
-            texts = task.translate(
-                model, vocabulary, [sources[i] for i in batch], method="beam",
-                beam_size=beam_size, batch_size=batch_size,
-            )
-            texts = [one_line(text) for text in texts]
-            partial.write("".join(f"{i}\t{text}\n" for i, text in zip(batch, texts)))
-            partial.flush()
-            done.update(zip(batch, texts))
-            manifest["seconds"] = round(seconds + time.monotonic() - start, 1)
-            _save_manifest(manifest_path, manifest)
-            progress.add(len(batch))
+        for first, window in _windows(_sources(corpus, count), WINDOW):
+            todo = sorted((first + i for i in range(len(window)) if first + i not in done),
+                          key=lambda i: len(window[i - first]))  # fmt: skip
+            for begin in range(0, len(todo), batch_size):
+                batch = todo[begin : begin + batch_size]
+                texts = task.translate(
+                    model, vocabulary, [window[i - first] for i in batch], method="beam",
+                    beam_size=beam_size, batch_size=batch_size,
+                )
+                texts = [one_line(text) for text in texts]
+                partial.write("".join(f"{i}\t{text}\n" for i, text in zip(batch, texts)))
+                partial.flush()
+                done.update(zip(batch, texts))
+                manifest["seconds"] = round(seconds + time.monotonic() - start, 1)
+                _save_manifest(manifest_path, manifest)
+                progress.add(len(batch))
 
-    write_text_atomically(os.path.join(workdir, DISTILL_SOURCE_FILE), _lines(sources))
-    write_text_atomically(
-        os.path.join(workdir, DISTILL_TARGET_FILE), _lines(done[i] for i in range(len(sources)))
-    )
+    _write_lines(os.path.join(workdir, names["source"]), _sources(corpus, count))
+    _write_lines(os.path.join(workdir, names["target"]), (done[i] for i in range(count)))
     manifest.update(seconds=round(seconds + time.monotonic() - start, 1), finished=True)
     _save_manifest(manifest_path, manifest)
-    os.remove(partial_path)  # train.de holds it all now
+    os.remove(partial_path)  # the target file holds it all now
     return manifest
+
+
+def _sources(corpus, count):
+    """The first ``count`` source sentences of ``corpus``, one line each, streamed."""
+    return (one_line(source) for source, _ in itertools.islice(corpus.iter_pairs(), count))
+
+
+def _windows(sentences, size):
+    """``(index of the first, list)`` for consecutive windows of ``size`` sentences."""
+    first, it = 0, iter(sentences)
+    while window := list(itertools.islice(it, size)):
+        yield first, window
+        first += len(window)
+
+
+def _write_lines(path, texts):
+    """The lines ``texts`` to ``path``, streamed into a temporary file renamed at the end."""
+    with written_atomically(path) as temporary:
+        with open(temporary, "w", encoding="utf-8", newline="\n") as f:
+            for text in texts:
+                f.write(text + "\n")
 
 
 def _resumed_manifest(path, partial_path, settings):
@@ -131,8 +171,11 @@ def _resumed_manifest(path, partial_path, settings):
             raise ValueError(f"{partial_path}: found without {path}; use a new --workdir")
         return {**settings, "seconds": 0.0, "finished": False}
     manifest = read_manifest(path)
+    change = fingerprint_change(manifest.get("data") or {}, settings["data"], path)
+    if change:
+        raise ValueError(f"{change} (this folder distils other files)")
     for field, value in settings.items():
-        if manifest.get(field) != value:
+        if field != "data" and manifest.get(field) != value:
             raise ValueError(
                 f"{path} was begun with {field} {manifest.get(field)!r}, not {value!r}; use a "
                 "new --workdir, or the same settings to resume"
