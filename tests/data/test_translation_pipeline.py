@@ -140,6 +140,34 @@ def test_batch_sizes_are_multiples_of_the_replicas():
         bucket_spec(64, 20, 8, batch_multiple=0)
 
 
+def test_every_batch_is_cut_to_equal_shares_of_the_replicas(pairs, tokenizer):
+    ds = make_translation_dataset(pairs, tokenizer, batch_tokens=256, max_length=48,
+                                  batch_multiple=3, seed=0)  # fmt: skip
+    sizes = [features["source"].shape[0] for features, _ in ds]
+    assert all(size > 0 and size % 3 == 0 for size in sizes)
+    # Each bucket's last batch loses fewer than 3 pairs; nothing else is lost.
+    assert N_PAIRS - 2 * len(bucket_spec(256, 48)[0]) <= sum(sizes) <= N_PAIRS
+
+
+def test_long_pairs_are_skipped_and_counted_or_truncated(pairs, reference_ids, tokenizer):
+    from zoo.data import DataCounts
+
+    counts = DataCounts()
+    ds = make_translation_dataset(pairs, tokenizer, batch_tokens=256, max_length=12, seed=0,
+                                  long_pairs="skip", counts=counts)  # fmt: skip
+    kept = sum(features["source"].shape[0] for features, _ in ds)
+    fitting = sum(len(src) <= 12 and len(tgt) <= 11 for src, tgt in reference_ids)
+    assert 0 < kept == fitting < N_PAIRS
+    assert int(counts.skipped["too_long"].numpy()) == N_PAIRS - fitting
+    assert "over max_length" in counts.summary()
+    truncated = make_translation_dataset(pairs, tokenizer, batch_tokens=256, max_length=12,
+                                         seed=0, long_pairs="truncate")  # fmt: skip
+    assert sum(features["source"].shape[0] for features, _ in truncated) == N_PAIRS
+    with pytest.raises(ValueError, match="no pair is left to train on"):
+        make_translation_dataset(pairs[:20], tokenizer, batch_tokens=256, max_length=2,
+                                 long_pairs="skip")  # fmt: skip
+
+
 def test_shuffle_is_seeded_and_reshuffles_each_epoch(pairs, tokenizer):
     def first_sources(ds):
         return [tuple(_unpad(row)) for source, _, _ in _batches(ds) for row in source]

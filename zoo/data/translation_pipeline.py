@@ -245,13 +245,18 @@ def make_translation_dataset(
     def fits(src, tgt):  # what "skip" keeps: within max_length (a CTC source is still cut)
         return tf.logical_and(tf.shape(src)[0] <= max_length, tf.shape(tgt)[0] <= target_limit)
 
-    ds = _without_empty_pairs(ds, counts)
-    ds = ds.batch(_TOKENIZE_CHUNK).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
-    if long_pairs == "skip":
-        ds = ds.filter(fits if counts is None else
-                       lambda s, t: counts.counted(fits(s, t), "too_long"))  # fmt: skip
-    _require_a_pair(ds, pairs, long_pairs, max_length, target_limit)
-    ds = ds.map(objectives[objective], num_parallel_calls=tf.data.AUTOTUNE)
+    def kept(lines, counts):  # the non-empty pairs' ids; with "skip", those within the limits
+        ds = _without_empty_pairs(lines, counts)
+        ds = ds.batch(_TOKENIZE_CHUNK).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE)
+        ds = ds.unbatch()
+        if long_pairs == "skip":
+            ds = ds.filter(fits if counts is None else
+                           lambda s, t: counts.counted(fits(s, t), "too_long"))  # fmt: skip
+        return ds
+
+    # The look for a pair left counts nothing: the counts are of what training reads.
+    _require_a_pair(kept(ds, None), pairs, long_pairs, max_length, target_limit)
+    ds = kept(ds, counts).map(objectives[objective], num_parallel_calls=tf.data.AUTOTUNE)
     label_shapes = {"tokens": [None], "length": []} if cmlm_objective else [None]
     label_padding = {"tokens": PAD_ID, "length": 0} if cmlm_objective else PAD_ID
     feature_shapes = {"source": [None], "target_in": [None]}

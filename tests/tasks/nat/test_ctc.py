@@ -70,9 +70,7 @@ def test_its_outputs_are_not_all_empty(trained):
 # ---------------------------------------------------------------- CTC + glancing
 @pytest.fixture(scope="module")
 def glancing(tmp_path_factory):
-    # 64 positions: in 400 pieces many pairs are over 48, and training skips those.
-    return train_tiny_nat(tmp_path_factory, "ctc-glat", seed=8, sentences=400, max_length=64,
-                          decoder="ctc",
+    return train_tiny_nat(tmp_path_factory, "ctc-glat", seed=8, sentences=400, decoder="ctc",
                           ctc_upsample=2, glancing_ratio=0.5, glancing_ratio_end=0.3,
                           glancing_anneal_steps=10)  # fmt: skip
 
