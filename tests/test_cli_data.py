@@ -51,13 +51,13 @@ def write_pairs(folder, name, pairs, gzipped=False):
 
 def train_command(workdir, train, valid, *extra):
     return ["train", "translator", "--preset", "tiny", "--workdir", str(workdir), "--seed", "0",
-            "--vocab-size", "340", "--learning-rate", "1e-2", "--warmup-steps", "10",
-            "--bleu-sample", "0", "--train", *train, "--valid", *valid, *extra]  # fmt: skip
+            "--vocab-size", "340", "--learning-rate", "2e-2", "--warmup-steps", "10",
+            "--batch-tokens", "512", "--bleu-sample", "0", "--train", *train, "--valid", *valid, *extra]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def greek(tmp_path_factory):
-    """The corpus, and a translator trained on it for 25 epochs (about 30 s)."""
+    """The corpus, and a translator trained on it for 10 epochs (about 20 s)."""
     folder = tmp_path_factory.mktemp("greek")
     pairs = greek_pairs(600, seed=0)
     pairs[10:10] = [("", "κενό."), ("empty.", "   "), ("", "")]  # skipped, counted
@@ -65,7 +65,7 @@ def greek(tmp_path_factory):
     valid = write_pairs(folder, "valid", greek_pairs(20, seed=1))
     test = write_pairs(folder, "test", greek_pairs(20, seed=2))
     workdir = folder / "w"
-    status, _, err = zoo(*train_command(workdir, train, valid, "--epochs", "25"))
+    status, _, err = zoo(*train_command(workdir, train, valid, "--epochs", "10"))
     assert status == 0, err[-3000:]
     return {"folder": folder, "train": train, "valid": valid, "test": test, "workdir": workdir,
             "log": err}  # fmt: skip
@@ -78,7 +78,7 @@ def is_greek(text):
 def test_a_greek_corpus_trains_evaluates_exports_serves_and_translates(greek, tmp_path):
     workdir, (source, reference) = greek["workdir"], greek["test"]
     # Counted as read (the pipeline reads ahead of training): 3 pairs in 603, each epoch.
-    last = [line for line in greek["log"].splitlines() if line.startswith("epoch 25: ")]
+    last = [line for line in greek["log"].splitlines() if line.startswith("epoch 10: ")]
     assert last and "examples skipped (0.50%: " in last[0], greek["log"][-2000:]
     assert last[0].endswith(" empty)"), last
     with open(workdir / "config.json") as f:
@@ -91,7 +91,7 @@ def test_a_greek_corpus_trains_evaluates_exports_serves_and_translates(greek, tm
     assert f"{workdir}: en -> el" in err
     with open(workdir / "eval" / "test.en.greedy.scores.json") as f:
         scores = json.load(f)
-    assert scores["bleu"] > 5 and scores["chrf"] > 20, scores  # it learned the word mapping
+    assert scores["bleu"] > 10 and scores["chrf"] > 30, scores  # it learned the word mapping
     with open(workdir / "eval" / "test.en.greedy.hyp.txt", encoding="utf-8") as f:
         hypotheses = f.read().splitlines()
     assert len(hypotheses) == 20 and all(is_greek(h) for h in hypotheses), hypotheses
@@ -169,7 +169,7 @@ def test_bad_corpora_get_one_line_before_training(greek, tmp_path):
 
 
 # A run whose training file is cut short (a gzip file rewritten) while it trains: `zoo` is run
-# in a Python whose training callbacks add one that does it after the first batch.
+# in a Python whose training callbacks add one that does it after the fifth batch.
 _TRUNCATE_WHILE_TRAINING = textwrap.dedent(
     """
     import gzip, importlib, sys
@@ -181,7 +181,7 @@ _TRUNCATE_WHILE_TRAINING = textwrap.dedent(
 
     class CutTheFile(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
-            if batch == 0 and self.model.optimizer.iterations > 4:  # after the first backup
+            if int(self.model.optimizer.iterations) == 5:  # after the first backup, mid-epoch
                 with gzip.open(path) as f:
                     lines = f.read().splitlines(keepends=True)
                 with open(path, "wb") as f:
@@ -198,8 +198,10 @@ def test_a_file_cut_short_mid_training_is_named_and_the_fixed_rerun_resumes(gree
     train = write_pairs(tmp_path, "train", greek_pairs(600, seed=4), gzipped=True)
     with open(train[1], "rb") as f:
         intact = f.read()
-    argv = train_command(tmp_path / "w", train, greek["valid"], "--epochs", "3",
-                         "--backup-every", "4", "--shuffle-buffer", "50")  # fmt: skip
+    model = str(greek["workdir"] / SENTENCEPIECE_FILE)  # none learned: quicker
+    argv = train_command(tmp_path / "w", train, greek["valid"], "--epochs", "2",
+                         "--backup-every", "4", "--shuffle-buffer", "50",
+                         "--sentencepiece-model", model)  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     result = subprocess.run([sys.executable, "-c", _TRUNCATE_WHILE_TRAINING, train[1], *argv],
                             capture_output=True, text=True, timeout=600, cwd=REPO_ROOT,
