@@ -179,3 +179,12 @@ def test_a_file_truncated_after_the_scan_fails_the_stream_naming_both_files(tmp_
     message = data_error(caught.value)
     assert message.startswith(f"{source} and {target}: lines ")
     assert "fix or restore the files, then rerun the same command to resume" in message
+
+
+def test_the_vocabulary_sample_is_both_sides_of_pairs_drawn_uniformly(tmp_path):
+    corpus = ParallelCorpus([_corpus_files(tmp_path, 30, shards=3)])
+    sample = corpus.sample_sentences(10, seed=3)
+    pairs = list(zip(sample[::2], sample[1::2]))
+    assert len(pairs) == 5 and all(s[1:] == t[1:] for s, t in pairs)  # twins, both sides
+    assert sample == corpus.sample_sentences(10, seed=3) != corpus.sample_sentences(10, seed=4)
+    assert len(corpus.sample_sentences(1000)) == 60  # the whole corpus when it is smaller

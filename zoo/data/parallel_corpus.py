@@ -287,16 +287,14 @@ class ParallelCorpus:
         wanted = max(1, size // 2)
         chosen = range(total) if wanted >= total else sorted(
             random.Random(seed).sample(range(total), wanted))  # fmt: skip
-        sentences, it, index = [], iter(chosen), 0
+        sentences, it = [], iter(chosen)
         target = next(it, None)
-        for _, source, target_file in self.shards:
-            for pair in zip(_text_lines(source.path), _text_lines(target_file.path)):
-                if index == target:
-                    sentences.extend(pair)
-                    target = next(it, None)
-                index += 1
-                if target is None:
-                    return sentences
+        for index, pair in enumerate(self.iter_pairs()):
+            if target is None:
+                break
+            if index == target:
+                sentences.extend(pair)
+                target = next(it, None)
         return sentences
 
     def lines(self, seed=0, epoch=None, shuffle=True, shuffle_buffer=SHUFFLE_BUFFER):
