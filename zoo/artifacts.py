@@ -184,10 +184,11 @@ def save_model_atomically(model, path):
 
 
 def write_text_atomically(path, text):
-    """Write ``text`` (UTF-8, ``\\n`` line ends) to ``path`` through :func:`written_atomically`."""
+    """Write ``text`` (UTF-8, ``\\n`` line ends) to ``path`` through :func:`written_atomically`:
+    a string, or an iterable of strings written in turn (a file streamed, never whole)."""
     with written_atomically(path) as temporary:
         with open(temporary, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
+            f.writelines([text] if isinstance(text, str) else text)
 
 
 def _remove(path):

@@ -23,7 +23,6 @@ from zoo.artifacts import (
     distill_file_names,
     read_languages,
     write_text_atomically,
-    written_atomically,
 )
 from zoo.data import ParallelCorpus, fingerprint_change, multi30k_files, one_line
 from zoo.data.distilled import read_manifest
@@ -135,8 +134,9 @@ def distill(teacher_folder, workdir, corpus=None, beam_size=5, batch_size=64, li
                 _save_manifest(manifest_path, manifest)
                 progress.add(len(batch))
 
-    _write_lines(os.path.join(workdir, names["source"]), _sources(corpus, count))
-    _write_lines(os.path.join(workdir, names["target"]), (done[i] for i in range(count)))
+    write_text_atomically(os.path.join(workdir, names["source"]), _lines(_sources(corpus, count)))
+    write_text_atomically(os.path.join(workdir, names["target"]),
+                          _lines(done[i] for i in range(count)))  # fmt: skip
     manifest.update(seconds=round(seconds + time.monotonic() - start, 1), finished=True)
     _save_manifest(manifest_path, manifest)
     os.remove(partial_path)  # the target file holds it all now
@@ -154,14 +154,6 @@ def _windows(sentences, size):
     while window := list(itertools.islice(it, size)):
         yield first, window
         first += len(window)
-
-
-def _write_lines(path, texts):
-    """The lines ``texts`` to ``path``, streamed into a temporary file renamed at the end."""
-    with written_atomically(path) as temporary:
-        with open(temporary, "w", encoding="utf-8", newline="\n") as f:
-            for text in texts:
-                f.write(text + "\n")
 
 
 def _resumed_manifest(path, partial_path, settings):
@@ -215,7 +207,8 @@ def _read_partial(path, count):
 
 
 def _lines(texts):
-    return "".join(text + "\n" for text in texts)
+    """Each text as a line, streamed."""
+    return (text + "\n" for text in texts)
 
 
 def _say(verbose, message):
