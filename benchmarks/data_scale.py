@@ -12,7 +12,9 @@ of 1M lines under a temporary folder (never committed). For each size, in one ru
 - the same with the vocabulary learned from a sample of ``--vocab-sample-size`` sentences
   (the default 1M; at 30k pairs, all 60k sentences): what the SentencePiece trainer adds;
 - the pipeline alone (the training dataset of the task, given the vocabulary): tokens per
-  second, the padding included, that it makes.
+  second, the padding included, that it makes;
+- the seconds to the pipeline's first batch, fresh and resumed from the middle of an epoch:
+  the batches already trained are rebuilt and skipped (``skip_done``), the cost a resume adds.
 
 Each ``zoo train`` runs in a child Python whose training callbacks add one that writes the
 figures after the first steps and ends the process (os._exit): nothing else is changed.
@@ -68,6 +70,48 @@ zoo_cli.main(argv)
 """
 
 
+# The child that learns the vocabulary as `zoo train` does; argv = figures file, the two globs.
+# The peak resident set is reset (Linux's clear_refs) once the sample is drawn, so that the
+# trainer's own peak is read apart from what came before it.
+_SENTENCEPIECE_CHILD = """
+import json, os, resource, sys, tempfile, time
+from zoo.data import ParallelCorpus
+from zoo.tasks import get_task
+
+def status(field):  # kB in /proc/self/status
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field))
+
+task = get_task("translator")
+config = task.get_config("small")
+data = ParallelCorpus([(sys.argv[2], sys.argv[3])])
+start = time.perf_counter()
+texts = data.sample_sentences(config.vocab_sample_size)
+sampled, before = time.perf_counter() - start, status("VmRSS:")
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+start = time.perf_counter()
+from zoo.data import train_sentencepiece
+train_sentencepiece(texts, os.path.join(tempfile.mkdtemp(), "sp"), vocab_size=config.vocab_size,
+                    character_coverage=1.0)
+with open(sys.argv[1], "w") as f:
+    json.dump({"sentences": len(texts), "text_bytes": sum(len(t.encode()) for t in texts),
+               "sample_seconds": sampled, "rss_before": before,
+               "trainer_peak": status("VmHWM:"), "trainer_seconds": time.perf_counter() - start}, f)
+"""
+
+
+def sentencepiece_memory(corpus, folder):
+    """What learning the vocabulary holds: the sample and the SentencePiece trainer's peak."""
+    figures = os.path.join(folder, "sentencepiece.json")
+    result = subprocess.run([sys.executable, "-c", _SENTENCEPIECE_CHILD, figures, *corpus],
+                            cwd=ROOT, capture_output=True, text=True)  # fmt: skip
+    if not os.path.exists(figures):
+        raise SystemExit(f"the vocabulary child ended without its figures:\n{result.stderr[-3000:]}")
+    with open(figures) as f:
+        return json.load(f)
+
+
 def make_corpus(folder, pairs, size, seed=0):
     """``size`` pairs drawn from ``pairs`` in gzipped shards; returns the two globs."""
     rng = random.Random(seed)
@@ -101,7 +145,8 @@ def run_train(corpus, valid, workdir, steps, vocabulary=None):
 
 def pipeline_throughput(corpus, vocabulary_folder, seconds=20.0):
     """Tokens per second (padded positions of source and target) and batches per second of
-    the task's training dataset alone, over ``seconds`` after its first batch."""
+    the task's training dataset alone, over ``seconds`` after its first batch, and its mean
+    tokens and pairs per batch."""
     from zoo.data import ParallelCorpus
     from zoo.tasks import get_task
 
@@ -112,14 +157,39 @@ def pipeline_throughput(corpus, vocabulary_folder, seconds=20.0):
     dataset = task.dataset(config, vocabulary, data, training=True, jit_compile=True)
     iterator = iter(dataset.repeat())  # a small corpus runs out within the seconds
     next(iterator)
-    tokens, batches, start = 0, 0, time.perf_counter()
+    tokens, batches, pairs, start = 0, 0, 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
         features, labels = next(iterator)
+        pairs += int(features["source"].shape[0])
         tokens += int(features["source"].shape[0]) * (
             int(features["source"].shape[1]) + int(features["target_in"].shape[1]))
         batches += 1
     elapsed = time.perf_counter() - start
-    return tokens / elapsed, batches / elapsed, tokens / batches
+    return tokens / elapsed, batches / elapsed, tokens / batches, pairs / batches
+
+
+def resume_seconds(corpus, vocabulary_folder, pairs_per_batch):
+    """Seconds from a resumed run's dataset to its first batch, from the middle of an epoch
+    (``skip_done`` at half the epoch's batches, which it rebuilds), and from a fresh start."""
+    from zoo.data import ParallelCorpus
+    from zoo.data.epoch_order import DataPosition, skip_done
+    from zoo.tasks import get_task
+
+    task = get_task("translator")
+    config = task.get_config("small")
+    vocabulary = task.load_vocabulary(vocabulary_folder)
+    data = ParallelCorpus([corpus])
+    half = int(data.num_pairs / pairs_per_batch / 2)
+    seconds = {}
+    for skip in (0, half):
+        position = DataPosition()
+        position.set(epoch=1, skip=skip)
+        dataset = skip_done(task.dataset(config, vocabulary, data, training=True,
+                                         jit_compile=True, epoch=position.epoch), position)
+        start = time.perf_counter()
+        next(iter(dataset))
+        seconds[skip] = time.perf_counter() - start
+    return half, seconds[0], seconds[half]
 
 
 def main(argv=None):
@@ -128,7 +198,12 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=30, help="steps timed after the first")
     parser.add_argument("--no-learned", action="store_true",
                         help="skip the runs that learn the vocabulary")
+    parser.add_argument("--sentencepiece-only", type=int, metavar="PAIRS",
+                        help="measure only what learning the vocabulary holds, on a corpus of "
+                             "PAIRS pairs (a table of its own)")
     args = parser.parse_args(argv)
+    if args.sentencepiece_only:
+        return sentencepiece_table(args.sentencepiece_only)
 
     import common
     from zoo.data import load_multi30k, multi30k_files
@@ -137,7 +212,7 @@ def main(argv=None):
     shipped = os.path.join(ROOT, "saved_models", "translator-en-de")
     vocabulary = os.path.join(shipped, "sentencepiece.model")
     valid = multi30k_files("val")
-    rows, throughputs = [], {}
+    rows = []
     with tempfile.TemporaryDirectory(prefix="zoo-data-scale-") as tmp:
         for size in args.sizes:
             began = time.monotonic()
@@ -147,15 +222,15 @@ def main(argv=None):
                               vocabulary)  # fmt: skip
             learned = None if args.no_learned else run_train(
                 corpus, valid, os.path.join(tmp, f"learned-{size}"), args.steps)  # fmt: skip
-            tokens, batches, per_batch = pipeline_throughput(corpus, shipped)
-            throughputs[size] = tokens
+            tokens, batches, per_batch, pairs_per_batch = pipeline_throughput(corpus, shipped)
+            skipped, fresh, resumed = resume_seconds(corpus, shipped, pairs_per_batch)
             step_tokens = given["steps_per_second"] * per_batch
             row = [f"{size:,}", f"{given['peak_rss'] / 2**30:.2f}",
                    f"{given['first_step_seconds']:.1f}",
                    "-" if learned is None else f"{learned['peak_rss'] / 2**30:.2f}",
                    "-" if learned is None else f"{learned['first_step_seconds']:.1f}",
                    f"{tokens:,.0f}", f"{step_tokens:,.0f}", f"{tokens / step_tokens:.1f}x",
-                   f"{made:.0f}"]  # fmt: skip
+                   f"{fresh:.1f}", f"{resumed:.1f} ({skipped:,})", f"{made:.0f}"]  # fmt: skip
             rows.append(row)
             print(" | ".join(row), flush=True)
             for name in os.listdir(tmp):  # the corpus and the workdirs: disk back, one at a time
@@ -175,11 +250,56 @@ def main(argv=None):
         "pipeline: the task's training dataset alone, padded source and target positions per "
         "second; the train step's: the median step's rate (a step that meets a new bucket "
         "shape compiles it first) times the pipeline's mean tokens per batch",
+        "first batch: seconds from the training dataset (the shuffle buffer filled) to its first "
+        "batch, fresh and resumed from the middle of an epoch (`skip_done` rebuilds the "
+        "batches done, their number in brackets: half the epoch's estimate from the mean "
+        "pairs per batch)",
     ]
+    fresh, resumed = float(last[9]), float(last[10].split()[0])
+    notes.append(
+        f"a resume from the middle of an epoch at {last[0]} pairs waits {resumed:.0f} s for its "
+        f"first batch against {fresh:.0f} s fresh: `skip_done` rebuilds the batches done at the "
+        "pipeline's rate (read, tokenized, bucketed, dropped)"
+        + ("" if resumed - fresh <= 60 else
+           "; over a minute. What would cut it: the tf.data iterator's state kept in the backup "
+           "(`tf.train.Checkpoint(iterator=...)`: the shuffle window and the buckets' contents, "
+           "tens of MB), restored in seconds wherever the epoch stood, which needs zoo to own "
+           "the iterator that Keras's `fit` makes from the dataset; or skipping whole pieces of "
+           "lines before tokenizing, which needs the buckets' contents at the backup recorded")
+    )  # fmt: skip
     header = ["pairs", "peak GiB (given)", "first step s (given)", "peak GiB (learned)",
               "first step s (learned)", "pipeline tokens/s", "train step tokens/s",
-              "pipeline / step", "corpus made s"]  # fmt: skip
+              "pipeline / step", "first batch s (fresh)", "first batch s (mid-epoch resume)",
+              "corpus made s"]  # fmt: skip
     common.publish_table(TITLE, "python benchmarks/data_scale.py", header, rows, notes)
+
+
+def sentencepiece_table(size):
+    import common
+    from zoo.data import load_multi30k
+
+    with tempfile.TemporaryDirectory(prefix="zoo-data-scale-") as tmp:
+        corpus = make_corpus(os.path.join(tmp, "corpus"), load_multi30k("train"), size)
+        measured = sentencepiece_memory(corpus, tmp)
+    row = [f"{size:,}", f"{measured['sentences']:,}", f"{measured['text_bytes'] / 2**20:.0f}",
+           f"{measured['sample_seconds']:.0f}", f"{measured['rss_before'] / 2**30:.2f}",
+           f"{measured['trainer_peak'] / 2**30:.2f}",
+           f"{(measured['trainer_peak'] - measured['rss_before']) / 2**20:,.0f}",
+           f"{measured['trainer_seconds']:.0f}"]  # fmt: skip
+    print(" | ".join(row), flush=True)
+    header = ["pairs", "sentences sampled", "sample MiB (UTF-8)", "sampling s",
+              "resident GiB with the sample", "peak GiB while training SentencePiece",
+              "trainer adds MiB", "trainer s"]  # fmt: skip
+    notes = [
+        "the translator's vocabulary as `zoo train` learns it: a uniform sample of "
+        "`--vocab-sample-size` sentences (1M) drawn in one streaming pass, then SentencePiece's "
+        "trainer (unigram, the small preset's vocab_size) in the same process",
+        "the peak resident set is reset once the sample is drawn (Linux `clear_refs`): the "
+        "trainer's peak is read apart from the Python process, TensorFlow and the sample",
+    ]
+    common.publish_table("Data at scale: what learning the vocabulary holds",
+                         f"python benchmarks/data_scale.py --sentencepiece-only {size}",
+                         header, [row], notes)  # fmt: skip
 
 
 if __name__ == "__main__":

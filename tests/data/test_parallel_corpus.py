@@ -169,6 +169,45 @@ def test_weighted_corpora_are_mixed_by_their_weights(tmp_path):
     assert drawn == _sources(corpus.lines(seed=1, shuffle_buffer=50))
 
 
+def _file_of(folder, source):
+    """The shard file that holds the line ``source``."""
+    return next(p.name for p in folder.glob("train.*.en") if source in p.read_text().split())
+
+
+@pytest.mark.parametrize("shards, by_file", [(4, True), (2, True), (1, False)])
+def test_parts_of_an_epoch_are_disjoint_and_whole_by_file_or_by_line(tmp_path, shards, by_file):
+    corpus = ParallelCorpus([_corpus_files(tmp_path, 30, shards=shards)])
+    epoch = tf.Variable(3, dtype=tf.int64)
+    parts = [_sources(corpus.lines(seed=2, epoch=epoch, shuffle_buffer=4, part=(i, 2)))
+             for i in range(2)]  # fmt: skip
+    assert sorted(parts[0] + parts[1]) == sorted(f"s{i}" for i in range(30))
+    assert not set(parts[0]) & set(parts[1])
+    files = [{_file_of(tmp_path, s) for s in part} for part in parts]
+    if by_file:  # each shard read by one part alone: the even shards, the odd ones
+        assert files == [{f"train.{k}.en" for k in range(i, shards, 2)} for i in range(2)]
+    else:  # by line: every other line of one shared order, so both halves of every file
+        assert files[0] == files[1] and abs(len(parts[0]) - len(parts[1])) <= 1
+    assert [corpus.part_pairs(list(range(shards)), (i, 2)) for i in range(2)] == [
+        len(part) for part in parts]
+    # Unshuffled (validation), the parts are those of the files in order.
+    plain = [_sources(corpus.lines(shuffle=False, part=(i, 2))) for i in range(2)]
+    assert sorted(plain[0] + plain[1]) == sorted(parts[0] + parts[1])
+    with pytest.raises(ValueError, match="part must be"):
+        corpus.lines(part=(2, 2))
+
+
+def test_a_part_of_weighted_corpora_is_as_long_as_its_shards_hold(tmp_path):
+    heavy = _corpus_files(tmp_path, 40, "heavy", shards=2, mark="h")
+    light = _corpus_files(tmp_path, 20, "light", mark="l")
+    corpus = ParallelCorpus([(*heavy, 3.0), (*light, 1.0)])
+    drawn = [_sources(corpus.lines(seed=1, shuffle_buffer=8, part=(i, 2))) for i in range(2)]
+    assert [len(part) for part in drawn] == [20 + 10, 20 + 10]  # a heavy shard, half the light
+    light_lines = [{s for s in part if s[0] == "l"} for part in drawn]
+    assert not light_lines[0] & light_lines[1]  # by line: every other line of the light one
+    heavy_lines = [{s for s in part if s[0] == "h"} for part in drawn]
+    assert not heavy_lines[0] & heavy_lines[1]  # by file: one shard each
+
+
 def test_a_file_truncated_after_the_scan_fails_the_stream_naming_both_files(tmp_path):
     source = _write(tmp_path / "a.en.gz", [f"s{i}" for i in range(12)], gzipped=True)
     target = _write(tmp_path / "a.de.gz", [f"t{i}" for i in range(12)], gzipped=True)

@@ -25,9 +25,10 @@ from zoo.training.strategy import check_distributed_options, fit_across_workers,
 # at its peak learning rate from the first step, so that the few steps visibly learn.
 _TRAIN = textwrap.dedent(
     """
-    import functools, json, sys
+    import functools, json, os, sys
     import keras
-    from zoo.data import load_multi30k
+    import tensorflow as tf
+    from zoo.data import DataPart, ParallelCorpus, load_multi30k
     from zoo.tasks import get_task
     from zoo.training import train
 
@@ -38,21 +39,63 @@ _TRAIN = textwrap.dedent(
         def on_train_batch_end(self, batch, logs=None):
             self.losses.append(float(logs["loss"]))
 
-    def run(workdir, strategy, epochs, callbacks=(), batch_multiple=None, **options):
+    def run(workdir, strategy, epochs, callbacks=(), batch_multiple=None, parts=None,
+            shards=None, **options):
         task = get_task("translator")
+        dataset, run.parts = type(task).dataset.__get__(task), []  # not an earlier run's
         if batch_multiple:  # one device, batched as two replicas are (equal shares of each)
             task.dataset = functools.partial(task.dataset, batch_multiple=batch_multiple)
+        elif parts:  # one device, each batch the parts' batches of a step side by side
+            task.dataset = functools.partial(side_by_side, dataset, parts)
+        else:  # the part of the training data that each call asks for, recorded
+            def recorded(config, vocabulary, data, training, jit_compile=False,
+                         batch_multiple=1, epoch=None, counts=None, part=None):
+                if training:
+                    run.parts.append(part)
+                return dataset(config, vocabulary, data, training, jit_compile, batch_multiple,
+                               epoch, counts, part)
+            task.dataset = recorded
         config = task.get_config("tiny", vocab_size=400, max_length=24, long_pairs="truncate",
                                  epochs=epochs, batch_tokens=512, warmup_steps=1, dropout=0.0,
                                  attention_dropout=0.0, activation_dropout=0.0)
         steps = StepLosses()
         options = {"bleu_sample_size": 0, **options}
-        model, history, _ = train(task, config, workdir, strategy=strategy,
-                            train_data=load_multi30k("train")[:160],
-                            validation_data=load_multi30k("val")[:16], verbose=0,
-                            callbacks=[steps, *callbacks], **options)
+        data = load_multi30k("train")[:160]
+        if shards:  # the pairs in files of as many shards, streamed (each worker's by file)
+            for shard in range(shards):
+                for side, language in enumerate(("en", "de")):
+                    path = f"{workdir}-train.{shard}.{language}"  # both workers write it
+                    with open(f"{path}.{os.getpid()}", "w") as f:
+                        f.writelines(pair[side] + "\\n" for pair in data[shard::shards])
+                    os.replace(f"{path}.{os.getpid()}", path)
+            data = ParallelCorpus([(f"{workdir}-train.*.en", f"{workdir}-train.*.de")])
+        model, history, _ = train(task, config, workdir, strategy=strategy, train_data=data,
+                                  validation_data=load_multi30k("val")[:16], verbose=0,
+                                  callbacks=[steps, *callbacks], **options)
         run.model, run.history = model, history
+        # The batches of each epoch of this worker's part (the part read at its epoch).
+        vocabulary, run.batches = task.load_vocabulary(workdir), []
+        for epoch in range(epochs):
+            part = run.parts[0] if run.parts else None
+            run.batches.append(sum(1 for _ in dataset(
+                config, vocabulary, data, True, epoch=tf.Variable(epoch, dtype=tf.int64),
+                part=part)))
         return steps.losses
+
+    def side_by_side(dataset, count, config, vocabulary, data, training, epoch=None, **kw):
+        # The batches of count parts, step by step, as one batch (padded to the longer):
+        # what count replicas take at a step, on one device, while every part has data.
+        if not training:
+            return dataset(config, vocabulary, data, training, epoch=epoch, **kw)
+        parts = [dataset(config, vocabulary, data, training, epoch=epoch,
+                         part=DataPart(i, count, count), **kw) for i in range(count)]
+        def joined(*batches):
+            def join(*tensors):
+                width = tf.reduce_max(tf.stack([tf.shape(t)[1] for t in tensors]))
+                return tf.concat([tf.pad(t, [[0, 0], [0, width - tf.shape(t)[1]]])
+                                  for t in tensors], 0)
+            return tf.nest.map_structure(join, *batches)
+        return tf.data.Dataset.zip(tuple(parts)).map(joined)
     """
 )
 
@@ -82,7 +125,8 @@ _RUN = _TRAIN + textwrap.dedent(
     weights = b"".join(w.tobytes() for w in run.model.get_weights())
     print(json.dumps({"losses": losses, "steps": int(run.model.optimizer.iterations.numpy()),
                       "weights": hashlib.sha1(weights).hexdigest(),
-                      "history": run.history.history}))
+                      "history": run.history.history, "batches": run.batches,
+                      "parts": [list(part) if part else None for part in run.parts]}))
     """
 )
 
@@ -184,18 +228,27 @@ def _finished(results):
     return [result for _, result, _ in results]
 
 
-def test_two_workers_train_one_model_as_one_device_does_and_only_the_chief_writes(tmp_path):
+def test_two_workers_each_read_their_own_part_and_train_one_model_as_one_device_does(tmp_path):
     workdir, alone = tmp_path / "cluster", tmp_path / "alone"
     chief, worker = _finished(_workers(workdir, {"epochs": 1}))
-    alone_options = json.dumps({"epochs": 1, "batch_multiple": 2})
-    one = json.loads(_finish(_python(_RUN, str(alone), "auto", alone_options)).splitlines()[-1])
-    assert chief["steps"] == worker["steps"] == one["steps"] >= 6
+    # Each built its own part of the data (every other pair of the epoch's order), in
+    # batches of a replica's half of the token budget.
+    assert chief["parts"] == [[0, 2, 2]] and worker["parts"] == [[1, 2, 2]]
+    longer, shorter = max(chief["batches"][0], worker["batches"][0]), min(
+        chief["batches"][0], worker["batches"][0])  # fmt: skip
+    # The epoch ends with the longer part (the other's replica gets empty batches meanwhile).
+    assert len(chief["losses"]) == len(worker["losses"]) == longer >= 6
+    assert chief["steps"] == worker["steps"]
     assert chief["weights"] == worker["weights"]  # one model, all-reduced
     assert chief["losses"] == worker["losses"]
-    # The same global batches: each worker takes its half of each, and the update averages
-    # the two halves' gradients, which weighs the tokens a little differently from one mean
-    # over the whole batch (as under mirrored).
-    for step, (a, b) in enumerate(zip(one["losses"], chief["losses"])):
+    # One device, each batch the two parts' batches of a step side by side: the same data,
+    # initial weights and updates while both parts have data. Each replica takes its mean
+    # over its own batch's tokens, and the update averages the two, which weighs the tokens
+    # a little differently from one mean over both batches. So the curves agree to 2%.
+    one = json.loads(_finish(_python(_RUN, str(alone), "auto", json.dumps(
+        {"epochs": 1, "parts": 2}))).splitlines()[-1])  # fmt: skip
+    assert len(one["losses"]) == shorter
+    for step, (a, b) in enumerate(zip(one["losses"], chief["losses"][:shorter])):
         assert abs(a - b) <= 0.02 * a, (step, a, b)
     assert chief["losses"][-1] < chief["losses"][0]
     # The chief wrote the workdir as a run on one device does; the other worker's own state
@@ -205,19 +258,24 @@ def test_two_workers_train_one_model_as_one_device_does_and_only_the_chief_write
     assert not os.path.exists(worker_dir(workdir, "worker", 1))
 
 
-def test_two_workers_killed_after_a_backup_resume_with_the_same_command(tmp_path):
+def test_two_workers_streaming_a_file_each_killed_after_a_backup_resume_with_the_same_command(
+        tmp_path):
     workdir = tmp_path / "cluster"
     # With mixed precision and the BLEU validation of every epoch, which run there too.
-    options = {"epochs": 2, "backup_every": 3, "mixed_precision": True, "bleu_sample_size": 4}
+    # The pairs in two files, streamed: each worker reads one of them.
+    options = {"epochs": 2, "backup_every": 3, "mixed_precision": True, "bleu_sample_size": 4,
+               "shards": 2}  # fmt: skip
     killed = _workers(workdir, options, kill_after=5)
     assert [status for status, _, _ in killed] == [-9, -9], [err[-2000:] for _, _, err in killed]
     assert os.path.exists(worker_dir(workdir, "worker", 1))  # its backup, for the rerun
     chief, worker = _finished(_workers(workdir, options))
-    # Both went on from the backup after 3 batches, to the step count of an unbroken run (two
-    # epochs of 8 batches, each bucket's last batch cut to equal shares, where a batch of one
-    # pair goes; Keras counts one more step at the end of each epoch).
-    assert len(chief["losses"]) == len(worker["losses"]) == 2 * 8 - 3
-    assert chief["steps"] == worker["steps"] == 2 * 8 + 2
+    # Both went on from the backup after 3 batches, to the step count of an unbroken run: in
+    # each epoch, as many steps as the longer part has batches (Keras counts one more step at
+    # the end of each epoch).
+    assert chief["parts"] == [[0, 2, 2]] and worker["parts"] == [[1, 2, 2]]
+    epochs = [max(a, b) for a, b in zip(chief["batches"], worker["batches"])]
+    assert len(chief["losses"]) == len(worker["losses"]) == sum(epochs) - 3
+    assert chief["steps"] == worker["steps"] == sum(epochs) + 2
     assert chief["weights"] == worker["weights"]
     assert not os.path.exists(worker_dir(workdir, "worker", 1))
     assert len(chief["history"]["val_bleu"]) == 2  # the resumed fit's epoch and the next

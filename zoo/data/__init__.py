@@ -13,7 +13,7 @@ from zoo.data.conllu import (
     read_conllu,
 )
 from zoo.data.distilled import read_distilled
-from zoo.data.epoch_order import DataCounts, DataPosition, epoch_shuffled, skip_done
+from zoo.data.epoch_order import DataCounts, DataPart, DataPosition, epoch_shuffled, skip_done
 from zoo.data.multi30k import (
     MULTI30K_LANGUAGES,
     MULTI30K_SPLITS,
@@ -52,6 +52,7 @@ __all__ = [
     "BOS_PIECE",
     "CorpusFiles",
     "DataCounts",
+    "DataPart",
     "DataPosition",
     "ParallelCorpus",
     "data_error",

@@ -1,8 +1,22 @@
-"""The order of a training set's examples, anew each epoch, and where a resumed run starts."""
+"""The order of a training set's examples, anew each epoch, where a resumed run starts, and
+which part of them each worker of a cluster reads."""
+
+import typing
 
 import tensorflow as tf
 
-__all__ = ["DataCounts", "DataPosition", "epoch_shuffled", "per_pass", "skip_done"]
+__all__ = ["DataCounts", "DataPart", "DataPosition", "epoch_shuffled", "per_pass", "skip_done"]
+
+
+class DataPart(typing.NamedTuple):
+    """The part of the training data that one worker of a cluster reads: part ``index`` of
+    ``count`` disjoint parts (one per worker) that together are each epoch, batched for one of
+    the cluster's ``replicas`` (each batch is ``1 / replicas`` of the token budget, so that the
+    replicas' batches together are one batch of the budget)."""
+
+    index: int
+    count: int
+    replicas: int
 
 
 class DataPosition:

@@ -297,7 +297,8 @@ class ParallelCorpus:
                 target = next(it, None)
         return sentences
 
-    def lines(self, seed=0, epoch=None, shuffle=True, shuffle_buffer=SHUFFLE_BUFFER):
+    def lines(self, seed=0, epoch=None, shuffle=True, shuffle_buffer=SHUFFLE_BUFFER,
+              part=None):
         """The ``tf.data`` stream of one epoch's ``(source, target)`` string pairs.
 
         Args:
@@ -306,39 +307,64 @@ class ParallelCorpus:
                 each pass begins; None: epoch 0's order every pass.
             shuffle: False reads the files in order (validation, counting).
             shuffle_buffer: the lines of a piece and of a shuffle window.
+            part: ``(index, count)``: only part ``index`` of ``count`` disjoint parts that
+                together are the epoch (a worker's of a cluster; :meth:`part_of`).
 
         Weighted corpora are mixed by drawing each pair's corpus by its weight (each corpus
         read over and over, in a new order each time); an epoch is then as many pairs as the
-        corpora hold together. Unweighted, an epoch is every pair once.
+        corpora hold together (with ``part``, as many as the part's shards hold). Unweighted,
+        an epoch is every pair once.
         """
         if not isinstance(shuffle_buffer, int) or shuffle_buffer < 1:
             raise ValueError(f"shuffle_buffer must be a positive int, got {shuffle_buffer!r}.")
+        if part is not None and not (0 <= part[0] < part[1]):
+            raise ValueError(f"part must be (index, count) with 0 <= index < count, got {part}.")
+        every = list(range(len(self.shards)))
         if not shuffle:
-            return self._read(list(range(len(self.shards))), None, 1 << 62, False)
+            return self._read(*self.part_of(every, part), None, 1 << 62, False)
         base = tf.constant(seed or 0, tf.int64)
 
         def one_epoch(value):
             if not self.weighted:
-                stream = self._read(list(range(len(self.shards))), tf.stack([base, value]),
+                stream = self._read(*self.part_of(every, part), tf.stack([base, value]),
                                     shuffle_buffer, True)  # fmt: skip
             else:
-                stream = self._mix(base, value, shuffle_buffer)
+                stream = self._mix(base, value, shuffle_buffer, part)
             return _window_shuffled(stream, tf.stack([base + 1, value]), shuffle_buffer)
 
         if epoch is None:
             return one_epoch(tf.constant(0, tf.int64))
         return per_pass(epoch, one_epoch)
 
-    def _mix(self, base, value, shuffle_buffer):
+    def part_of(self, shards, part):
+        """What part ``(index, count)`` of ``shards`` reads: ``(shards, lines)``. By file when
+        there are at least ``count`` shards (every ``count``-th shard from ``index``: each
+        file is read by one part alone), else by line (every ``count``-th line of the shards'
+        common order: each part reads every line, and tokenizes only its own)."""
+        if part is None:
+            return shards, None
+        index, count = part
+        if len(shards) >= count:
+            return shards[index::count], None
+        return shards, part
+
+    def part_pairs(self, shards, part):
+        """The pairs that part ``part`` of ``shards`` holds (:meth:`part_of`)."""
+        shards, lines = self.part_of(shards, part)
+        total = sum(self.shards[k][1].lines for k in shards)
+        return total if lines is None else len(range(lines[0], total, lines[1]))
+
+    def _mix(self, base, value, shuffle_buffer, part=None):
         """Each corpus repeated, a new order each time; pairs drawn by the weights."""
-        streams = []
+        streams, pairs = [], 0
         for index in range(len(self.corpora)):
             shards = [k for k, (i, _, _) in enumerate(self.shards) if i == index]
+            pairs += self.part_pairs(shards, part)
 
-            def repetition(r, shards=shards, index=index):
+            def repetition(r, read=self.part_of(shards, part), index=index):
                 seed = tf.random.experimental.stateless_fold_in(
                     tf.stack([base + 2 + index, value]), r)
-                return self._read(shards, seed, shuffle_buffer, True)
+                return self._read(*read, seed, shuffle_buffer, True)
 
             streams.append(tf.data.Dataset.range(1 << 62).flat_map(repetition))
         weights = [c.weight for c in self.corpora]
@@ -348,12 +374,13 @@ class ParallelCorpus:
             seed = tf.random.experimental.stateless_fold_in(tf.stack([base + 1_000, value]), i)
             return tf.cast(tf.random.stateless_categorical(logits, 1, seed)[0, 0], tf.int64)
 
-        choices = tf.data.Dataset.range(self.num_pairs).map(draw)
+        choices = tf.data.Dataset.range(pairs).map(draw)
         return tf.data.Dataset.choose_from_datasets(streams, choices)
 
-    def _read(self, shards, seed, piece_lines, shuffled):
+    def _read(self, shards, lines, seed, piece_lines, shuffled):
         """The lines of ``shards``, cut into pieces of ``piece_lines``; with ``shuffled``, the
-        pieces in an order drawn from ``seed`` and read ``CYCLE`` at a time, interleaved."""
+        pieces in an order drawn from ``seed`` and read ``CYCLE`` at a time, interleaved.
+        With ``lines`` (``(index, count)``), every ``count``-th line of them from ``index``."""
         pieces = [(k, start, min(piece_lines, self.shards[k][1].lines - start))
                   for k in shards for start in range(0, self.shards[k][1].lines, piece_lines)]
         table = {name: tf.constant([p[i] for p in pieces], dtype)
@@ -373,8 +400,9 @@ class ParallelCorpus:
                                table["start"][i], table["count"][i])  # fmt: skip
 
         cycle = min(CYCLE, len(pieces)) if shuffled else 1
-        return order.interleave(piece, cycle_length=cycle, block_length=1,
-                                num_parallel_calls=cycle, deterministic=True)  # fmt: skip
+        stream = order.interleave(piece, cycle_length=cycle, block_length=1,
+                                  num_parallel_calls=cycle, deterministic=True)  # fmt: skip
+        return stream if lines is None else stream.shard(lines[1], lines[0])
 
 
 def _plain(value):

@@ -82,6 +82,7 @@ def make_translation_dataset(
     gold_input=False,
     long_pairs="truncate",
     counts=None,
+    part=None,
 ):
     """Build a ``tf.data.Dataset`` of token-budget batches for teacher-forced training.
 
@@ -150,6 +151,10 @@ def make_translation_dataset(
             training wants: a truncated target teaches the model to stop mid-sentence); a
             source over ``max_source_length`` is still cut.
         counts: a :class:`zoo.data.DataCounts` that counts the pairs read and skipped.
+        part: ``(index, count)``: only part ``index`` of ``count`` disjoint parts of each
+            epoch (a worker's of a cluster): of a corpus's files, by file when it has at least
+            ``count`` shards, else by line (:meth:`~zoo.data.ParallelCorpus.part_of`); of a
+            sequence, every ``count``-th pair of the epoch's order.
 
     Returns:
         A ``tf.data.Dataset`` of ``({"source": (B, S), "target_in": (B, T)}, (B, T))``, all
@@ -182,7 +187,7 @@ def make_translation_dataset(
             f"The tokenizer needs BOS and EOS ids, got bos_id={bos_id}, eos_id={eos_id}."
         )
 
-    ds = _pair_lines(pairs, shuffle, shuffle_buffer, seed, epoch)
+    ds = _pair_lines(pairs, shuffle, shuffle_buffer, seed, epoch, part)
 
     def tokenize(src, tgt):  # (C,) strings -> (C, None) ids
         return tokenizer.tokenize(src), tokenizer.tokenize(tgt)
@@ -310,20 +315,24 @@ def prefetched(ds):
     return ds.prefetch(2).with_options(options)
 
 
-def _pair_lines(pairs, shuffle, shuffle_buffer, seed, epoch):
-    """The ``(source, target)`` strings of an epoch: a corpus's streamed from its files, a
-    sequence's from memory."""
+def _pair_lines(pairs, shuffle, shuffle_buffer, seed, epoch, part=None):
+    """The ``(source, target)`` strings of an epoch (of its ``part``): a corpus's streamed
+    from its files, a sequence's from memory."""
+    if part is not None and shuffle and seed is None:
+        raise ValueError("A part of an epoch needs a seed: every part must draw one order.")
     if isinstance(pairs, ParallelCorpus):
         return pairs.lines(seed=seed, epoch=epoch, shuffle=shuffle,
-                           shuffle_buffer=shuffle_buffer or SHUFFLE_BUFFER)  # fmt: skip
+                           shuffle_buffer=shuffle_buffer or SHUFFLE_BUFFER, part=part)  # fmt: skip
     sources, targets = _split_pairs(pairs)
     tensors = (tf.constant(sources, tf.string), tf.constant(targets, tf.string))
     if shuffle and shuffle_buffer is None:
-        return epoch_shuffled(tensors, seed, epoch)
-    ds = tf.data.Dataset.from_tensor_slices(tensors)
-    if shuffle:
-        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    return ds
+        ds = epoch_shuffled(tensors, seed, epoch)
+    else:
+        ds = tf.data.Dataset.from_tensor_slices(tensors)
+        if shuffle:
+            ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    # Every part draws the same order (the seed's), and keeps its every count-th pair.
+    return ds if part is None else ds.shard(part[1], part[0])
 
 
 def _without_empty_pairs(ds, counts):

@@ -177,7 +177,14 @@ class Task:
         ``batch_multiple`` (the replicas a batch is split across), the batch sizes are its
         multiples, so that every replica gets the same number of examples. Training data is
         shuffled in an order that ``epoch`` (:class:`zoo.data.DataPosition`'s variable, when
-        given) fixes, so that a resumed run sees the order the interrupted one saw."""
+        given) fixes, so that a resumed run sees the order the interrupted one saw.
+
+        Optional keywords that ``zoo.training`` passes to a task whose ``dataset`` takes
+        them: ``counts`` (a :class:`zoo.data.DataCounts` to count what is read and skipped)
+        and ``part`` (a :class:`zoo.data.DataPart`: under ``multi_worker``, this worker's
+        own part of the training data, in batches of one replica's share of the token
+        budget). A task without ``part`` is fed as one pipeline that every worker builds
+        whole, taking its share of each batch (``AutoShardPolicy.DATA``)."""
         raise NotImplementedError
 
     # ------------------------------------------------------------ model and training

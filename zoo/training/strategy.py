@@ -15,6 +15,8 @@ import time
 import keras
 import tensorflow as tf
 
+from zoo.data.epoch_order import DataPart
+
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
 
 
@@ -107,13 +109,37 @@ def worker_dir(workdir, task_type, task_id):
 
 def distributable(dataset, strategy):
     """``dataset`` with the shard policy of ``strategy``: under ``multi_worker`` each worker
-    takes every N-th batch (``AutoShardPolicy.DATA``), since the data is read from memory,
-    not from files that could be split among the workers."""
+    builds the whole pipeline and takes its share of each batch (``AutoShardPolicy.DATA``).
+    A dataset already distributed (:func:`per_worker`) is returned as it is."""
+    if isinstance(dataset, tf.distribute.DistributedDataset):
+        return dataset
     if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         return dataset
     options = tf.data.Options()
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
     return dataset.with_options(options)
+
+
+def reads_by_worker(strategy):
+    """Whether each worker of ``strategy`` should read a part of the data of its own: under
+    ``multi_worker`` with more than one worker."""
+    return _across_workers(strategy)
+
+
+def per_worker(make, strategy):
+    """The distributed dataset of which each worker builds its own part: ``make(part)``
+    (part a :class:`zoo.data.DataPart`) returns that worker's dataset, batched for one
+    replica. Each replica takes one batch of its worker's per step, so no worker reads or
+    tokenizes another's data. The parts' batch counts may differ: once a worker's part is
+    done, TensorFlow gives its replicas empty batches (zero loss, zero gradient) until
+    every part is (``get_next`` with partial batches, as ``multi_worker`` enables); the
+    epoch ends with the longest part."""
+
+    def worker_dataset(context):
+        return make(DataPart(context.input_pipeline_id, context.num_input_pipelines,
+                             strategy.num_replicas_in_sync))  # fmt: skip
+
+    return strategy.distribute_datasets_from_function(worker_dataset)
 
 
 def lost_peer(error, workdir):

@@ -49,6 +49,8 @@ from zoo.training.strategy import (
     get_strategy,
     is_chief,
     lost_peer,
+    per_worker,
+    reads_by_worker,
     wait_for_file,
     worker_dir,
 )
@@ -314,11 +316,20 @@ def train(
         ordered = {"epoch": position.epoch} if "epoch" in parameters else {}
         # What the pipeline skips (empty or too long examples) is said after each epoch.
         counts = DataCounts() if "counts" in parameters else None
-        training_set = skip_done(
-            task.dataset(config, vocabulary, train_data, training=True, jit_compile=jit_compile,
-                         **sizes, **ordered, **({"counts": counts} if counts else {})),
-            position,
-        )  # fmt: skip
+
+        def training_dataset(part=None):  # one worker's part, or all of it (batch_multiple)
+            shares = {"part": part} if part else sizes
+            return skip_done(
+                task.dataset(config, vocabulary, train_data, training=True,
+                             jit_compile=jit_compile, **shares, **ordered,
+                             **({"counts": counts} if counts else {})),
+                position,
+            )  # fmt: skip
+
+        # Under multi_worker each worker reads its own part, where the task can take one.
+        by_worker = "part" in parameters and reads_by_worker(distribution)
+        training_set = per_worker(training_dataset, distribution) if by_worker else (
+            training_dataset())  # fmt: skip
         if counts is not None and verbose:
             extra.append(DataCountsLog(counts))
         validation_set = task.dataset(config, vocabulary, validation_data, training=False,

@@ -167,11 +167,11 @@ class TranslationTask(Task):
         return config
 
     def dataset(self, config, vocabulary, data, training, jit_compile=False, batch_multiple=1,
-                epoch=None, counts=None):
+                epoch=None, counts=None, part=None):
         return make_translation_dataset(
             data,
             vocabulary,
-            batch_tokens=config.batch_tokens,
+            batch_tokens=config.batch_tokens // (part.replicas if part else 1),
             max_length=config.max_length,
             bucket_width=config.bucket_width,
             shuffle=training,
@@ -182,6 +182,7 @@ class TranslationTask(Task):
             shuffle_buffer=config.shuffle_buffer if isinstance(data, ParallelCorpus) else None,
             long_pairs=config.long_pairs if training else "truncate",
             counts=counts,
+            part=part[:2] if part else None,
             **self.objective(config),
         )
 
