@@ -242,7 +242,7 @@ def test_invalid_utf8_names_file_and_line(tmp_path, compress):
 
 
 def test_corrupt_gzip_names_the_file(tmp_path):
-    whole = gzip.compress(SMALL.encode() * 50)
+    whole = gzip.compress((SMALL + "\n\n").encode() * 50)  # a valid file, then cut
     path = _write(tmp_path / "cut.conllu.gz", whole[: len(whole) - 8])  # cut inside the stream
     with pytest.raises(ValueError, match=re.escape(f"{path}: not a readable gzip file")):
         read_conllu(path)
@@ -252,3 +252,73 @@ def test_docstring_examples_run():
     result = doctest.testmod(conllu_module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+# ---------------------------------------------------------------- lossless streaming
+# Every kind of line a UD file has, and the layouts a tool must write back unchanged: a byte
+# order mark, blank lines before the first sentence and two between sentences, "\r\n" endings
+# on some lines, a multiword token, an empty node, and no final newline.
+LOSSLESS = (
+    "\ufeff\n"
+    "# newdoc id = d1\n"
+    "# sent_id = a\n"
+    "# text = Don't go.\n"
+    "1-2\tDon't\t_\t_\t_\t_\t_\t_\t_\tSpaceAfter=No\n"
+    "1\tDo\tdo\tAUX\tVB\tMood=Imp|VerbForm=Fin\t3\taux\t3:aux\t_\n"
+    "2\tn't\tnot\tPART\tRB\tPolarity=Neg\t3\tadvmod\t3:advmod\t_\r\n"
+    "3\tgo\tgo\tVERB\tVB\tVerbForm=Inf\t0\troot\t0:root\tSpaceAfter=No\n"
+    "3.1\tgo\t_\t_\t_\t_\t_\t_\t3:conj\tCopyOf=3\n"
+    "4\t.\t.\tPUNCT\t.\t_\t3\tpunct\t3:punct\t_\n"
+    "\n"
+    "\r\n"
+    "# sent_id = b\n"
+    "1\tΚαλή\tκαλός\tADJ\t_\tGender=Fem\t2\tamod\t_\t_\n"
+    "2\tνύχτα\tνύχτα\tNOUN\t_\tGender=Fem\t0\troot\t_\t_"
+)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_file_streamed_and_written_back_is_the_same_bytes(tmp_path, compress):
+    path = _write(tmp_path / "f.conllu", LOSSLESS, compress)
+    sentences = list(conllu_module.iter_conllu(path))
+    assert [s.sent_id for s in sentences] == ["a", "b"]
+    assert [s.line_number for s in sentences] == [2, 13]
+    assert sentences[0].words == ("Do", "n't", "go", ".")
+    assert sentences[1].column("LEMMA") == ("καλός", "νύχτα")
+    assert "".join(s.text() for s in sentences).encode() == LOSSLESS.encode()
+    assert [s.tagged() for s in sentences] == read_conllu(path)
+
+
+def test_filling_columns_changes_those_columns_of_the_words_alone(tmp_path):
+    blank = LOSSLESS.replace("\tAUX\t", "\t_\t").replace("\tADJ\t", "\t_\t")
+    path = _write(tmp_path / "f.conllu", blank)
+    with pytest.raises(ValueError, match="UPOS '_' of word 1"):
+        list(conllu_module.iter_conllu(path))  # gold files need their UPOS
+    first, second = conllu_module.iter_conllu(path, require_upos=False)
+    filled = first.filled(UPOS=("AUX", "PART", "VERB", "PUNCT"), LEMMA=("x", "y", "z", "w"))
+    assert filled.column("UPOS") == ("AUX", "PART", "VERB", "PUNCT")
+    assert filled.column("LEMMA") == ("x", "y", "z", "w")
+    before, after = first.text().splitlines(True), filled.text().splitlines(True)
+    assert len(before) == len(after)
+    for old, new in zip(before, after):
+        old_fields, new_fields = old.split("\t"), new.split("\t")
+        if old_fields[0].lstrip("\ufeff") in ("1", "2", "3", "4"):
+            assert [f for i, f in enumerate(old_fields) if i not in (2, 3)] == [
+                f for i, f in enumerate(new_fields) if i not in (2, 3)]
+        else:  # comments, the multiword token, the empty node, blank lines: untouched
+            assert old == new
+    assert "\tRB\tPolarity=Neg\t3\tadvmod\t3:advmod\t_\r\n" in filled.text()  # its ending kept
+    with pytest.raises(ValueError, match="3 values of UPOS for 4 words"):
+        first.filled(UPOS=("AUX", "PART", "VERB"))
+    assert second.column("UPOS") == ("_", "NOUN")
+
+
+def test_a_stream_yields_each_sentence_before_reading_on(tmp_path):
+    import io
+
+    later_error = SMALL + "\n" + "1\tbad\n" * 3
+    stream = io.BytesIO(gzip.compress(later_error.encode()))
+    sentences = conllu_module.iter_conllu(stream)
+    assert next(sentences).words  # the first sentence, before the broken lines are parsed
+    with pytest.raises(ValueError, match=r"^<stdin>, line 22: expected 10 tab-separated"):
+        list(sentences)

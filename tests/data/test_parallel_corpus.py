@@ -8,7 +8,7 @@ import shutil
 import pytest
 import tensorflow as tf
 
-from zoo.data import parallel_corpus
+from zoo.data import file_scan
 from zoo.data.parallel_corpus import (
     ParallelCorpus,
     data_error,
@@ -53,7 +53,7 @@ def test_a_scan_counts_lines_as_tf_data_reads_them(tmp_path, data, lines):
 
 
 def test_a_scan_reads_gzip_members_and_characters_cut_by_its_chunks(tmp_path, monkeypatch):
-    monkeypatch.setattr(parallel_corpus, "_CHUNK", 5)  # every 3-byte character is cut somewhere
+    monkeypatch.setattr(file_scan, "_CHUNK", 5)  # every 3-byte character is cut somewhere
     lines = ["αβγ δ", "€€€", "ok"]
     path = tmp_path / "f.gz"
     path.write_bytes(gzip.compress("αβγ δ\n€€€\n".encode()) + gzip.compress(b"ok\n"))

@@ -10,17 +10,23 @@ Format reference: https://universaldependencies.org/format.html
 """
 
 import dataclasses
+import gzip
 import importlib.resources
+import io
 import os
 import re
+import zlib
 
-from zoo.data.multi30k import read_lines
+from zoo.data.file_scan import GZIP_MAGIC
 
 __all__ = [
+    "COLUMNS",
+    "ConlluSentence",
     "UD_ENGLISH_EWT_SIZES",
     "UD_ENGLISH_EWT_SPLITS",
     "UPOS_TAGS",
     "Sentence",
+    "iter_conllu",
     "load_ud_english_ewt",
     "read_conllu",
 ]
@@ -99,15 +105,211 @@ class Sentence:
             )
 
 
+# The ten columns of a word line, in order.
+COLUMNS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
+
+
+@dataclasses.dataclass(frozen=True)
+class ConlluSentence:
+    """One sentence of a CoNLL-U file exactly as it was written, for a tool that fills some
+    columns and writes the rest back byte for byte (:func:`iter_conllu`).
+
+    Args:
+        lines: every line of the sentence, comments, multiword tokens and empty nodes
+            included, each with its own line ending (``"\\n"``, ``"\\r\\n"``, or none at the
+            end of a file without a final newline); a UTF-8 byte-order mark stays on the
+            file's first line.
+        after: the blank lines that follow the sentence, as written (usually ``"\\n"``).
+        before: the blank lines before it (only the first sentence of a file can have them).
+        word_lines: the positions in ``lines`` of the word lines (integer ids ``1..n``).
+        line_number: the line of the file where the sentence starts.
+        sent_id: the value of its ``# sent_id = ...`` comment, or None.
+    """
+
+    lines: tuple[str, ...]
+    after: str
+    word_lines: tuple[int, ...]
+    line_number: int
+    sent_id: str | None = None
+    before: str = ""
+
+    def column(self, name):
+        """The values of column ``name`` (one of :data:`COLUMNS`) of the words, in order."""
+        index = COLUMNS.index(name)
+        return tuple(_fields(self.lines[i])[index] for i in self.word_lines)
+
+    @property
+    def words(self):
+        return self.column("FORM")
+
+    def filled(self, **columns):
+        """This sentence with the given columns of its word lines replaced (``UPOS=(...)``,
+        one value per word); every other byte stays as it was."""
+        indexes = {COLUMNS.index(name): values for name, values in columns.items()}
+        for name, values in columns.items():
+            if len(values) != len(self.word_lines):
+                raise ValueError(f"{len(values)} values of {name} for {len(self.word_lines)} "
+                                 "words")  # fmt: skip
+        lines = list(self.lines)
+        for word, i in enumerate(self.word_lines):
+            line = lines[i]
+            ending = line[len(line.rstrip("\r\n")):]
+            fields = line[: len(line) - len(ending)].split("\t")
+            for index, values in indexes.items():
+                fields[index] = values[word]
+            lines[i] = "\t".join(fields) + ending
+        return dataclasses.replace(self, lines=tuple(lines))
+
+    def text(self):
+        """The sentence as written: its lines and the blank lines after it."""
+        return self.before + "".join(self.lines) + self.after
+
+    def tagged(self):
+        """The :class:`Sentence` of its forms and tags."""
+        return Sentence(self.words, self.column("UPOS"), self.column("XPOS"), self.sent_id)
+
+
+def _fields(line):
+    return line.rstrip("\r\n").removeprefix("\ufeff").split("\t")
+
+
+def _decoded_lines(stream, name):
+    """``(number, line)`` of a binary stream, plain or gzipped, each line decoded with its
+    ending; invalid UTF-8 and a corrupt gzip are named."""
+    head = stream.peek(2)[:2] if hasattr(stream, "peek") else b""
+    if head == GZIP_MAGIC:
+        stream = gzip.GzipFile(fileobj=stream)
+    number = 0
+    try:
+        for number, raw in enumerate(stream, start=1):
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError(
+                    f"{name}, line {number}: invalid UTF-8 (byte 0x{raw[e.start]:02x} at byte "
+                    f"column {e.start + 1}: {e.reason})"
+                ) from e
+    except (OSError, EOFError, zlib.error) as e:
+        raise ValueError(f"{name}: not a readable gzip file ({e}).") from e
+
+
+def iter_conllu(source, name=None, require_upos=True):
+    """Stream the sentences of a CoNLL-U file, plain or gzipped UTF-8, as
+    :class:`ConlluSentence`: bounded memory, every byte kept.
+
+    Args:
+        source: a path, or a binary file object (``sys.stdin.buffer``).
+        name: what the messages call the file (default: the path, or ``"<stdin>"``).
+        require_upos: False admits a UPOS of ``_`` (a file to be tagged).
+
+    Raises:
+        ValueError: a malformed file, as :func:`read_conllu` says.
+    """
+    if isinstance(source, (str, os.PathLike)):
+        name = name or os.fspath(source)
+        with open(source, "rb") as stream:
+            yield from iter_conllu(stream, name, require_upos)
+        return
+    name = name or "<stdin>"
+    if not hasattr(source, "peek"):
+        source = io.BufferedReader(source)
+    parser = _Parser(name, require_upos)
+    for number, line in _decoded_lines(source, name):
+        yield from parser.feed(number, line)
+    yield from parser.finish(number + 1 if parser.number else 1)
+
+
+class _Parser:
+    """The sentences of a file's lines, checked as they come (see :func:`read_conllu`)."""
+
+    def __init__(self, name, require_upos):
+        self.name, self.require_upos, self.number = name, require_upos, 0
+        self.lines, self.word_lines, self.after = [], [], ""
+        self.sent_id, self.first_line, self.leading, self.end_line = None, None, "", None
+
+    def fail(self, number, reason):
+        raise ValueError(f"{self.name}, line {number}: {reason}.")
+
+    def feed(self, number, line):
+        self.number = number
+        content = line.rstrip("\r\n")
+        if number == 1:
+            content = content.removeprefix("\ufeff")
+        if not content:  # a blank line: it ends the sentence, and follows it as written
+            if self.first_line is None:
+                self.leading += line
+            else:
+                self.end_line = self.end_line or number
+                self.after += line
+            return
+        if self.after:
+            yield self._close(number)
+        if self.first_line is None:
+            self.first_line = number
+        self._check(number, content)
+        self.lines.append(line)
+
+    def finish(self, number):
+        if self.first_line is not None:
+            yield self._close(number)
+
+    def _close(self, number):
+        end = self.end_line or number  # its first blank line, or the end of the file
+        if not self.word_lines:
+            self.fail(self.first_line, "the sentence starting here has no word lines (no line "
+                      f"with an integer id before its end at line {end})")  # fmt: skip
+        sentence = ConlluSentence(tuple(self.lines), self.after, tuple(self.word_lines),
+                                  self.first_line, self.sent_id, self.leading)  # fmt: skip
+        self.lines, self.word_lines, self.after, self.leading = [], [], "", ""
+        self.sent_id, self.first_line, self.end_line = None, None, None
+        return sentence
+
+    def _check(self, number, line):
+        if line.startswith("#"):
+            match = _SENT_ID.fullmatch(line)
+            if match:
+                self.sent_id = match.group(1).strip()
+            return
+        if not line.strip():
+            self.fail(number, "a line of only whitespace; a sentence break must be an empty line")
+        fields = line.split("\t")
+        if len(fields) != _NUM_FIELDS:
+            self.fail(number, f"expected {_NUM_FIELDS} tab-separated fields, found {len(fields)}")
+        token_id, form, _, tag = fields[:4]
+        if _WORD_ID.fullmatch(token_id) is None:
+            multiword = _MULTIWORD_ID.fullmatch(token_id)
+            if multiword is not None:
+                start, end = (int(i) for i in multiword.groups())
+                if start >= end:
+                    self.fail(number, f"multiword-token range {token_id!r} does not run upwards")
+                return
+            if _EMPTY_NODE_ID.fullmatch(token_id) is not None:
+                return
+            self.fail(number, f"id {token_id!r} is not a positive integer (nor a multiword-token "
+                      "range like '8-9' nor an empty node like '8.1')")  # fmt: skip
+        expected = len(self.word_lines) + 1
+        if int(token_id) != expected:
+            hint = " (is the blank line between two sentences missing?)" if token_id == "1" else ""
+            self.fail(number, f"word id {token_id} where {expected} was expected; word ids must "
+                      f"run 1, 2, ..., n within a sentence{hint}")  # fmt: skip
+        if not form.strip():
+            self.fail(number, f"empty FORM for word {token_id}")
+        if tag not in _UPOS_SET and (self.require_upos or tag != "_"):
+            self.fail(number, f"UPOS {tag!r} of word {token_id} is not one of the 17 UD tags "
+                      f"({', '.join(UPOS_TAGS)})")  # fmt: skip
+        self.word_lines.append(len(self.lines))
+
+
 def read_conllu(path):
     """Read a CoNLL-U file, plain or gzipped UTF-8, as a list of :class:`Sentence`.
 
     Gzip is recognised by its magic bytes, not by the file name; a UTF-8 byte-order mark and
-    ``"\\r\\n"`` line endings are accepted (see :func:`zoo.data.read_lines`). Sentences are
-    separated by blank lines; the last one is kept even when the file does not end with a blank
-    line. Comment lines (``#``) are skipped, except that ``# sent_id = ...`` sets
-    :attr:`Sentence.sent_id`. Multiword-token lines (ids like ``8-9``) and empty nodes (``8.1``)
-    are skipped: neither carries a word-level tag. Of each word line, FORM, UPOS and XPOS are kept.
+    ``"\\r\\n"`` line endings are accepted. Sentences are separated by blank lines; the last one
+    is kept even when the file does not end with a blank line. Comment lines (``#``) are
+    skipped, except that ``# sent_id = ...`` sets :attr:`Sentence.sent_id`. Multiword-token
+    lines (ids like ``8-9``) and empty nodes (``8.1``) are skipped: neither carries a
+    word-level tag. Of each word line, FORM, UPOS and XPOS are kept. :func:`iter_conllu`
+    streams the same sentences with every byte of them.
 
     Args:
         path: path of the file (``str`` or ``os.PathLike``).
@@ -135,83 +337,7 @@ def read_conllu(path):
         >>> read_conllu(path)
         [Sentence(words=('do', "n't"), upos=('AUX', 'PART'), xpos=('VBP', 'RB'), sent_id='s1')]
     """
-    path = os.fspath(path)
-    lines = read_lines(path)  # Raises, naming the file and the line, on invalid UTF-8.
-    sentences = []
-    words, upos, xpos = [], [], []
-    sent_id = None
-    first_line = None  # Line number where the current sentence (comments included) starts.
-
-    def fail(number, reason):
-        raise ValueError(f"{path}, line {number}: {reason}.")
-
-    def close(number):
-        nonlocal words, upos, xpos, sent_id, first_line
-        if first_line is None:
-            return  # Consecutive blank lines: nothing to close.
-        if not words:
-            fail(
-                first_line,
-                f"the sentence starting here has no word lines (no line with an integer id "
-                f"before its end at line {number})",
-            )
-        sentences.append(Sentence(tuple(words), tuple(upos), tuple(xpos), sent_id))
-        words, upos, xpos = [], [], []
-        sent_id = None
-        first_line = None
-
-    for number, line in enumerate(lines, start=1):
-        if not line:
-            close(number)
-            continue
-        if first_line is None:
-            first_line = number
-        if line.startswith("#"):
-            match = _SENT_ID.fullmatch(line)
-            if match:
-                sent_id = match.group(1).strip()
-            continue
-        if not line.strip():
-            fail(number, "a line of only whitespace; a sentence break must be an empty line")
-        fields = line.split("\t")
-        if len(fields) != _NUM_FIELDS:
-            fail(number, f"expected {_NUM_FIELDS} tab-separated fields, found {len(fields)}")
-        token_id, form, _, tag, xtag = fields[:5]
-        if _WORD_ID.fullmatch(token_id) is None:
-            multiword = _MULTIWORD_ID.fullmatch(token_id)
-            if multiword is not None:
-                start, end = (int(i) for i in multiword.groups())
-                if start >= end:
-                    fail(number, f"multiword-token range {token_id!r} does not run upwards")
-                continue
-            if _EMPTY_NODE_ID.fullmatch(token_id) is not None:
-                continue
-            fail(
-                number,
-                f"id {token_id!r} is not a positive integer (nor a multiword-token range like "
-                "'8-9' nor an empty node like '8.1')",
-            )
-        expected = len(words) + 1
-        if int(token_id) != expected:
-            hint = " (is the blank line between two sentences missing?)" if token_id == "1" else ""
-            fail(
-                number,
-                f"word id {token_id} where {expected} was expected; word ids must run 1, 2, ..., n "
-                f"within a sentence{hint}",
-            )
-        if not form.strip():
-            fail(number, f"empty FORM for word {token_id}")
-        if tag not in _UPOS_SET:
-            fail(
-                number,
-                f"UPOS {tag!r} of word {token_id} is not one of the 17 UD tags "
-                f"({', '.join(UPOS_TAGS)})",
-            )
-        words.append(form)
-        upos.append(tag)
-        xpos.append(xtag)
-    close(len(lines) + 1)
-    return sentences
+    return [sentence.tagged() for sentence in iter_conllu(path)]
 
 
 def load_ud_english_ewt(split):
