@@ -174,12 +174,10 @@ def _fields(line):
 
 
 def _decoded_lines(stream, name):
-    """``(number, line)`` of a binary stream, plain or gzipped, each line decoded with its
+    """``(number, line)`` of a buffered binary stream, plain or gzipped, each line decoded with its
     ending; invalid UTF-8 and a corrupt gzip are named."""
-    head = stream.peek(2)[:2] if hasattr(stream, "peek") else b""
-    if head == GZIP_MAGIC:
+    if stream.peek(2)[:2] == GZIP_MAGIC:
         stream = gzip.GzipFile(fileobj=stream)
-    number = 0
     try:
         for number, raw in enumerate(stream, start=1):
             try:
@@ -216,7 +214,7 @@ def iter_conllu(source, name=None, require_upos=True):
     parser = _Parser(name, require_upos)
     for number, line in _decoded_lines(source, name):
         yield from parser.feed(number, line)
-    yield from parser.finish(number + 1 if parser.number else 1)
+    yield from parser.finish(parser.number + 1)
 
 
 class _Parser:

@@ -120,12 +120,6 @@ def distributable(dataset, strategy):
     return dataset.with_options(options)
 
 
-def reads_by_worker(strategy):
-    """Whether each worker of ``strategy`` should read a part of the data of its own: under
-    ``multi_worker`` with more than one worker."""
-    return _across_workers(strategy)
-
-
 def per_worker(make, strategy):
     """The distributed dataset of which each worker builds its own part: ``make(part)``
     (part a :class:`zoo.data.DataPart`) returns that worker's dataset, batched for one
@@ -193,7 +187,7 @@ def fit_across_workers(model, strategy):
         RuntimeError: the Keras internals this relies on are gone (a Keras release changed
             them): naming the Keras version and the upstream issue.
     """
-    if not _across_workers(strategy):
+    if not across_workers(strategy):
         return model
     missing = [name for name in ("_maybe_symbolic_build", "_symbolic_build", "train_step",
                                  "test_step") if not hasattr(model, name)]  # fmt: skip
@@ -220,8 +214,9 @@ def fit_across_workers(model, strategy):
     return model
 
 
-def _across_workers(strategy):
-    """Whether ``strategy`` is a multi-worker one with more than one worker."""
+def across_workers(strategy):
+    """Whether ``strategy`` is a multi-worker one with more than one worker (then each worker
+    reads its own part of the training data: :func:`per_worker`)."""
     if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         return False
     jobs = strategy.cluster_resolver.cluster_spec().as_dict()

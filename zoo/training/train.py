@@ -43,6 +43,7 @@ from zoo.training.callbacks import (
     TimeLimit,
 )
 from zoo.training.strategy import (
+    across_workers,
     check_distributed_options,
     distributable,
     fit_across_workers,
@@ -50,7 +51,6 @@ from zoo.training.strategy import (
     is_chief,
     lost_peer,
     per_worker,
-    reads_by_worker,
     wait_for_file,
     worker_dir,
 )
@@ -327,7 +327,7 @@ def train(
             )  # fmt: skip
 
         # Under multi_worker each worker reads its own part, where the task can take one.
-        by_worker = "part" in parameters and reads_by_worker(distribution)
+        by_worker = "part" in parameters and across_workers(distribution)
         training_set = per_worker(training_dataset, distribution) if by_worker else (
             training_dataset())  # fmt: skip
         if counts is not None and verbose:
