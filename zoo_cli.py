@@ -229,6 +229,19 @@ EVALUATION_FILES = (
 DATA = (TRAIN_FILES, VALID_FILES, SOURCE_LANG, TARGET_LANG, SHUFFLE_BUFFER, LONG_PAIRS,
         VOCAB_SAMPLE, SENTENCEPIECE_MODEL)
 
+# A tagger's treebank: CoNLL-U files, and what its UD file name says unless given.
+TREEBANK_DATA = (
+    flag("--train", dest="train_files", action="append", metavar="FILE",
+         help="a CoNLL-U training file (or a quoted glob; plain or gzipped); repeat for several "
+         "(default: the bundled UD English-EWT); needs --valid"),
+    flag("--valid", dest="valid_files", action="append", metavar="FILE",
+         help="a CoNLL-U validation file; repeat for several"),
+    flag("--language", type=str, metavar="CODE",
+         help="the treebank's language (default: its UD file name's, fr_gsd-ud-train.conllu)"),
+    flag("--treebank", type=str, metavar="NAME",
+         help="the treebank's name (default: its UD file name's, GSD)"),
+)
+
 TRANSLATE_HELP = "translate sentences (arguments, or stdin one per line)"
 # One row per task of zoo.tasks.TASKS (tests/test_cli_table.py keeps them in step): a new task
 # adds its row here and nothing else outside its own files.
@@ -258,18 +271,28 @@ TASKS = {
         "export": (SERVING_VERSION, ALPHA),
     },
     "tagger": {
-        "help": "the UPOS tagger (UD English-EWT)",
+        "help": "the UPOS tagger (your UD treebank; UD English-EWT bundled)",
         "presets": ("tiny", "small"),
         "splits": ("train", "dev", "test"),
         "predict": "tag",
-        "predict_help": "tag whitespace-tokenized sentences (arguments, or stdin one per line)",
+        "predict_help": "tag whitespace-tokenized sentences (arguments, or stdin one per line), "
+        "or a CoNLL-U file (--conllu)",
         "train": (
             EPOCHS, BATCH_TOKENS, ACCUMULATE, MAX_LENGTH,
             flag("--xpos", dest="num_xpos_tags", action="store_const", const=1,
                  help="add an XPOS head"),
+            *TREEBANK_DATA,
         ),
-        "evaluate": (),
-        "predict_flags": (),
+        "evaluate": (
+            flag("--gold", metavar="FILE", help="tag this CoNLL-U file's words (plain or "
+                 "gzipped) and score them with the CoNLL 2018 shared task's figures, instead "
+                 "of the bundled splits"),
+        ),
+        "predict_flags": (
+            flag("--conllu", dest="input_file", metavar="FILE",
+                 help="tag this CoNLL-U file ('-': stdin; plain or gzipped) and write it to "
+                 "stdout with the predicted columns filled, every other byte as it was"),
+        ),
         "export": (SERVING_VERSION,),
     },
     "nat": {
@@ -549,6 +572,8 @@ def _check_model_folder(args):
         raise _usage_error(f"{where} {other.format(folder=folder, task=task, verb=verb)}")
 
 
+# UD's release file names (zoo.data.treebank's rule; no TF import here).
+UD_FILE = re.compile(r"([a-z]{2,3})_([A-Za-z0-9]+)-ud-[a-z]+\.conllu(\.gz)?")
 LANGUAGE_SUFFIX = re.compile(r"[a-z]{2,3}([-_][A-Za-z0-9]{2,8})?")
 NOT_LANGUAGES = {"txt", "tsv", "csv", "tok", "bpe", "raw", "xml", "dat", "out", "ref", "hyp", "src",
                  "tgt", "trg", "sgm", "log", "tmp"}  # file types, not ISO 639 codes
@@ -567,14 +592,25 @@ def _check_data_flags(args):
         for path in (args.source, *args.reference):
             if not os.path.isfile(path):
                 raise _usage_error(f"{where} {path}: no such file")
+    if args.command == "evaluate" and hasattr(args, "gold"):
+        where = f"zoo evaluate {args.task}: error:"
+        if args.splits:
+            raise _usage_error(f"{where} --gold scores a file: give it or --splits, not both")
+        if not os.path.isfile(args.gold):
+            raise _usage_error(f"{where} {args.gold}: no such file")
     if args.command == "distill" and getattr(args, "train_files", None):
         _check_distill_languages(args)
     if args.command != "train" or not getattr(args, "train_files", None):
         return
     where = f"zoo train {args.task}: error:"
+    pairs = isinstance(args.train_files[0], list)  # a translator's corpora, a tagger's files
     if not getattr(args, "valid_files", None):
-        raise _usage_error(f"{where} --train needs --valid SRC TGT, the validation pairs of "
-                           "the same languages")  # fmt: skip
+        what = "SRC TGT, the validation pairs of the same languages" if pairs else (
+            "FILE, a validation file of the same treebank")
+        raise _usage_error(f"{where} --train needs --valid {what}")
+    if not pairs:
+        _check_treebank_name(args, where)
+        return
     for index, side in enumerate(("source", "target")):
         dest = f"{side}_lang"
         if getattr(args, dest, None) is None:
@@ -588,6 +624,20 @@ def _check_data_flags(args):
     if args.source_lang == args.target_lang:
         raise _usage_error(f"{where} the source and target languages are both "
                            f"{args.source_lang!r}: give --source-lang and --target-lang")
+
+
+def _check_treebank_name(args, where):
+    """A treebank's language and name: given, or read from its UD file name
+    (``fr_gsd-ud-train.conllu``: ``fr``, ``GSD``)."""
+    match = UD_FILE.fullmatch(os.path.basename(args.train_files[0]))
+    if getattr(args, "language", None) is None:
+        if match is None:
+            raise _usage_error(f"{where} the language of {args.train_files[0]} is not in its "
+                               "name (as in fr_gsd-ud-train.conllu): give --language CODE")
+        args.language = match.group(1)
+    if getattr(args, "treebank", None) is None:
+        name = os.path.basename(args.train_files[0]).split(".")[0]
+        args.treebank = match.group(2).upper() if match else name
 
 
 def _check_distill_languages(args):

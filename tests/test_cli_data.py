@@ -3,21 +3,22 @@ evaluates, exports, serves through its SavedModel and round-trips through `zoo t
 each bad input gets one line, exit status 2, and loses nothing."""
 
 import gzip
+import importlib
 import json
 import os
 import random
-import subprocess
-import sys
-import textwrap
 import unicodedata
 
+import keras
 import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
 
-from tests.harness import REPO_ROOT
 from tests.test_cli import assert_one_line_error, zoo
 from zoo.artifacts import BACKUP_DIR, LANGUAGES_FILE, MODEL_FILE, SENTENCEPIECE_FILE, serving_path
+from zoo_cli import main
+
+training = importlib.import_module("zoo.training.train")  # the module, not the function
 
 # English words and their Greek: a sentence is 2 to 6 of them, translated word by word.
 WORDS = {"dog": "σκύλος", "cat": "γάτα", "house": "σπίτι", "sea": "θάλασσα", "sun": "ήλιος",
@@ -126,6 +127,19 @@ def assert_error_line(status, stderr, *words):
         assert word in last, (word, last)
 
 
+def zoo_here(capsys, *args):
+    """``zoo`` run in this process (exit status, stdout, stderr): an error found before
+    training costs no start of a Python and TensorFlow, which a subprocess pays each time."""
+    capsys.readouterr()
+    try:
+        main(list(args))
+        status = 0
+    except SystemExit as exit:
+        status = exit.code
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
 def _lines_changed(path, change):
     with open(path, "rb") as f:
         data = f.read()
@@ -135,66 +149,59 @@ def _lines_changed(path, change):
         f.write(gzip.compress(data, mtime=0) if gzipped else data)
 
 
-def test_bad_corpora_get_one_line_before_training(greek, tmp_path):
+def test_bad_corpora_get_one_line_before_training(greek, tmp_path, capsys):
     valid = greek["valid"]
     short = write_pairs(tmp_path, "short", greek_pairs(8, seed=3))
     _lines_changed(short[1], lambda data: data.rsplit(b"\n", 2)[0] + b"\n")  # a line less
-    status, _, err = zoo(*train_command(tmp_path / "w1", short, valid))
+    status, _, err = zoo_here(capsys, *train_command(tmp_path / "w1", short, valid))
     assert_one_line_error(status, err, "not line-aligned", f"{short[0]} has 8 lines",
                           f"{short[1]} has 7")  # fmt: skip
 
     broken = write_pairs(tmp_path, "broken", greek_pairs(8, seed=3))
     _lines_changed(broken[1], lambda data: data.replace("σ".encode(), b"\xcf", 1))
     line = 1 + next(i for i, (_, t) in enumerate(greek_pairs(8, seed=3)) if "σ" in t)
-    status, _, err = zoo(*train_command(tmp_path / "w2", broken, valid))
+    status, _, err = zoo_here(capsys, *train_command(tmp_path / "w2", broken, valid))
     assert_one_line_error(status, err, f"{broken[1]}, line {line}: invalid UTF-8")
 
-    status, _, err = zoo(*train_command(tmp_path / "w3", [str(tmp_path / "none.*.en"),
-                                                          str(tmp_path / "none.*.el")], valid))
+    nothing = [str(tmp_path / "none.*.en"), str(tmp_path / "none.*.el")]
+    status, _, err = zoo_here(capsys, *train_command(tmp_path / "w3", nothing, valid))
     assert_one_line_error(status, err, "--train", "none.*.en: no file matches")
 
     # Every pair over --max-length 3 (the vocabulary given, so that none is learned).
     model = str(greek["workdir"] / SENTENCEPIECE_FILE)
-    status, _, err = zoo(*train_command(tmp_path / "w4", greek["train"], valid, "--max-length",
-                                        "3", "--sentencepiece-model", model))  # fmt: skip
+    status, _, err = zoo_here(capsys, *train_command(tmp_path / "w4", greek["train"], valid,
+                                                  "--max-length", "3",
+                                                  "--sentencepiece-model", model))  # fmt: skip
     assert_error_line(status, err, "no pair is left to train on", "--max-length")
 
     not_a_model = tmp_path / "vocab.txt"
     not_a_model.write_text("dog\ncat\n")
-    status, _, err = zoo(*train_command(tmp_path / "w5", greek["train"], valid,
-                                        "--sentencepiece-model", str(not_a_model)))  # fmt: skip
+    status, _, err = zoo_here(capsys, *train_command(tmp_path / "w5", greek["train"], valid,
+                                                  "--sentencepiece-model",
+                                                  str(not_a_model)))  # fmt: skip
     assert_error_line(status, err, str(not_a_model))
     for number in range(1, 6):
         assert not os.path.exists(tmp_path / f"w{number}" / MODEL_FILE)
 
 
-# A run whose training file is cut short (a gzip file rewritten) while it trains: `zoo` is run
-# in a Python whose training callbacks add one that does it after the fifth batch.
-_TRUNCATE_WHILE_TRAINING = textwrap.dedent(
-    """
-    import gzip, importlib, sys
-    import keras
-    import zoo_cli
+class CutTheFile(keras.callbacks.Callback):
+    """Cuts a gzipped training file to its first 40 lines after the fifth batch: after the
+    first backup, mid-epoch."""
 
-    training = importlib.import_module("zoo.training.train")  # the module, not the function
-    path, argv = sys.argv[1], sys.argv[2:]
+    def __init__(self, path):
+        super().__init__()
+        self.path = path
 
-    class CutTheFile(keras.callbacks.Callback):
-        def on_train_batch_end(self, batch, logs=None):
-            if int(self.model.optimizer.iterations) == 5:  # after the first backup, mid-epoch
-                with gzip.open(path) as f:
-                    lines = f.read().splitlines(keepends=True)
-                with open(path, "wb") as f:
-                    f.write(gzip.compress(b"".join(lines[:40]), mtime=0))
-
-    standard = training.standard_callbacks
-    training.standard_callbacks = lambda *a, **k: [CutTheFile(), *standard(*a, **k)]
-    zoo_cli.main(argv)
-    """
-)
+    def on_train_batch_end(self, batch, logs=None):
+        if int(self.model.optimizer.iterations) == 5:
+            with gzip.open(self.path) as f:
+                lines = f.read().splitlines(keepends=True)
+            with open(self.path, "wb") as f:
+                f.write(gzip.compress(b"".join(lines[:40]), mtime=0))
 
 
-def test_a_file_cut_short_mid_training_is_named_and_the_fixed_rerun_resumes(greek, tmp_path):
+def test_a_file_cut_short_mid_training_is_named_and_the_fixed_rerun_resumes(greek, tmp_path,
+                                                                            capsys, monkeypatch):
     train = write_pairs(tmp_path, "train", greek_pairs(600, seed=4), gzipped=True)
     with open(train[1], "rb") as f:
         intact = f.read()
@@ -202,21 +209,22 @@ def test_a_file_cut_short_mid_training_is_named_and_the_fixed_rerun_resumes(gree
     argv = train_command(tmp_path / "w", train, greek["valid"], "--epochs", "2",
                          "--backup-every", "4", "--shuffle-buffer", "50",
                          "--sentencepiece-model", model)  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    result = subprocess.run([sys.executable, "-c", _TRUNCATE_WHILE_TRAINING, train[1], *argv],
-                            capture_output=True, text=True, timeout=600, cwd=REPO_ROOT,
-                            env=dict(env, PYTHONPATH=REPO_ROOT))  # fmt: skip
-    assert result.returncode == 2, result.stderr[-3000:]
-    last = result.stderr.strip().splitlines()[-1]
+    standard = training.standard_callbacks
+    with monkeypatch.context() as patch:  # the module's, which train() calls
+        patch.setattr(training, "standard_callbacks",
+                      lambda *a, **k: [CutTheFile(train[1]), *standard(*a, **k)])
+        status, _, err = zoo_here(capsys, *argv)
+    assert status == 2, err[-3000:]
+    last = err.strip().splitlines()[-1]
     assert last.startswith(f"zoo train: error: {train[0]} and {train[1]}: lines "), last
     assert "then rerun the same command to resume" in last
-    assert "Traceback" not in result.stderr
+    assert "Traceback" not in err
     assert os.path.isdir(tmp_path / "w" / BACKUP_DIR) and not os.path.exists(
         tmp_path / "w" / MODEL_FILE)
 
     with open(train[1], "wb") as f:  # the file restored: the same command resumes and finishes
         f.write(intact)
-    status, _, err = zoo(*argv)
+    status, _, err = zoo_here(capsys, *argv)
     assert status == 0, err[-3000:]
     assert "resum" in err.lower(), err[-2000:]
     assert os.path.exists(tmp_path / "w" / MODEL_FILE)

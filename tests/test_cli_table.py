@@ -51,7 +51,8 @@ def test_every_flag_reaches_a_hook_that_takes_it(name):
         assert dest in fields or dest in train_options or dest in cli.DATA_OPTIONS, dest
     for hook, flags in ((task.evaluate, row["evaluate"]), (task.predict, row["predict_flags"])):
         for dest in dests(flags):
-            assert takes(hook, dest) or dest in cli.EVALUATION_OPTIONS, f"{hook.__name__} --{dest}"
+            assert takes(hook, dest) or dest in cli.EVALUATION_OPTIONS + cli.INPUT_FILE_OPTIONS, (
+                f"{hook.__name__} --{dest}")
     for dest in dests(row["export"]):
         assert takes(task.exporter, dest), f"export --{dest}"
 

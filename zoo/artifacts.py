@@ -48,9 +48,21 @@ def distill_file_names(source_lang, target_lang):
             "partial": f"train.{target_lang}.partial"}  # fmt: skip
 
 
+# What a languages record holds: a translator's pair, or a tagger's treebank.
+LANGUAGE_RECORDS = ({"source", "target"}, {"language", "treebank"})
+
+
+def describe_languages(record):
+    """One line of a languages record: ``en -> de``, or ``fr (UD GSD)``."""
+    if set(record) == {"source", "target"}:
+        return f"{record['source']} -> {record['target']}"
+    return f"{record['language']} (UD {record['treebank']})"
+
+
 def read_languages(folder):
     """The languages of a workdir (``data.json``) or an export folder (``languages.json``):
-    ``{"source": .., "target": ..}``, or None where none is recorded."""
+    ``{"source": .., "target": ..}`` (a translator), ``{"language": .., "treebank": ..}``
+    (a tagger), or None where none is recorded."""
     for name, key in ((LANGUAGES_FILE, None), (DATA_FILE, "languages")):
         path = os.path.join(os.fspath(folder), name)
         if os.path.exists(path):
@@ -62,8 +74,9 @@ def read_languages(folder):
                 raise ValueError(f"{path}: not a readable JSON record of the languages") from None
             if record is None:
                 continue
-            if not (isinstance(record, dict) and set(record) == {"source", "target"}):
-                raise ValueError(f"{path}: its languages are not {{source, target}}: {record!r}")
+            if not (isinstance(record, dict) and set(record) in LANGUAGE_RECORDS):
+                raise ValueError(f"{path}: its languages are neither {{source, target}} nor "
+                                 f"{{language, treebank}}: {record!r}")
             return record
     return None
 

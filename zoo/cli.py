@@ -14,6 +14,7 @@ from zoo.artifacts import (
     CONFIG_FILE,
     EVAL_DIR,
     MODEL_FILE,
+    describe_languages,
     read_languages,
 )
 from zoo.data import ParallelCorpus, one_line
@@ -46,7 +47,8 @@ def _started_epochs(workdir):
 
 
 DATA_OPTIONS = ("train_files", "valid_files", "vocabulary_file")  # zoo_cli's data flags
-EVALUATION_OPTIONS = ("source", "reference")  # zoo evaluate's files, instead of the splits
+EVALUATION_OPTIONS = ("source", "reference", "gold")  # zoo evaluate's files, not the splits
+INPUT_FILE_OPTIONS = ("input_file",)  # a predict verb's file (zoo tag --conllu): predict_file
 
 
 def cmd_train(args):
@@ -88,7 +90,7 @@ def _say_languages(folder):
     """Print a model's languages on stderr, where a folder records them."""
     languages = read_languages(folder)
     if languages:
-        print(f"{folder}: {languages['source']} -> {languages['target']}", file=sys.stderr)
+        print(f"{folder}: {describe_languages(languages)}", file=sys.stderr)
 
 
 def cmd_evaluate(args):
@@ -99,6 +101,8 @@ def cmd_evaluate(args):
     if getattr(args, "source", None):
         languages = read_languages(args.workdir) or {}
         splits = [EvaluationFiles(args.source, tuple(args.reference), languages.get("target"))]
+    elif getattr(args, "gold", None):  # a tagged file: the words to tag and their gold tags
+        splits = [EvaluationFiles(args.gold, (args.gold,))]
     options = {name: value for name, value in _options(args, args.task_options).items()
                if name not in EVALUATION_OPTIONS}  # fmt: skip
     for split in splits:
@@ -116,6 +120,13 @@ def _predict(args):
     if unknown:
         flags = ", ".join("--" + name.replace("_", "-") for name in unknown)
         raise ValueError(f"{flags}: not an option of the {task.name} in {args.workdir}")
+    path = given.pop(INPUT_FILE_OPTIONS[0], None)
+    if path is not None:  # a file in the task's own format, written back with the predictions
+        if args.sentences:
+            raise ValueError("give sentences or an input file, not both")
+        source = sys.stdin.buffer if path == "-" else path
+        task.predict_file(model, vocabulary, source, sys.stdout.buffer, verbose=True, **given)
+        return
     done = 0
     for window in _windows(args.sentences):
         for line in task.predict(model, vocabulary, window, verbose=len(window) > 1, **given):

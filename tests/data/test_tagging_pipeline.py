@@ -86,3 +86,18 @@ def test_bad_input_is_named():
     odd = Sentence(words=("a",), upos=("NOPE",), xpos=("NN",), sent_id="odd-1")
     with pytest.raises(ValueError, match="odd-1.*NOPE"):
         make_tagging_dataset([odd], VOCABULARY)
+
+
+def test_an_xpos_tag_that_training_never_saw_is_an_error_label_in_validation_only():
+    seen = Sentence(("a", "b"), ("DET", "NOUN"), ("DT", "NN"))
+    unseen = Sentence(("a", "b"), ("DET", "NOUN"), ("DT", "NEW"), sent_id="v1")
+    vocabulary = TaggerVocabulary.build([seen], min_count=1)
+    with pytest.raises(ValueError, match="'v1'.*xpos tag 'NEW' is not in the vocabulary"):
+        make_tagging_dataset([unseen], vocabulary, xpos=True, shuffle=False)
+    ds = make_tagging_dataset([unseen], vocabulary, xpos=True, shuffle=False,
+                              unseen_tags="error")  # fmt: skip
+    (_, labels), = list(ds)
+    # -1: no prediction (an index 0..K-1) equals it, so the accuracy counts it as wrong.
+    assert labels["xpos"].numpy().tolist() == [[vocabulary.xpos_tags.index("DT"), -1]]
+    with pytest.raises(ValueError, match="unseen_tags must be"):
+        make_tagging_dataset([seen], vocabulary, unseen_tags="skip")

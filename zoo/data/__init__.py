@@ -14,6 +14,7 @@ from zoo.data.conllu import (
 )
 from zoo.data.distilled import read_distilled
 from zoo.data.epoch_order import DataCounts, DataPart, DataPosition, epoch_shuffled, skip_done
+from zoo.data.lemma_scripts import apply_lemma_script, lemma_script
 from zoo.data.multi30k import (
     MULTI30K_LANGUAGES,
     MULTI30K_SPLITS,
@@ -43,6 +44,7 @@ from zoo.data.sentencepiece_vocab import (
 )
 from zoo.data.tagger_vocabulary import TaggerVocabulary
 from zoo.data.tagging_pipeline import make_tagging_dataset, split_long_sentences
+from zoo.data.treebank import Treebank
 from zoo.data.translation_pipeline import bucket_spec, make_translation_dataset
 from zoo.data.transliteration import load_transliteration, transliterate
 
@@ -67,13 +69,16 @@ __all__ = [
     "Sentence",
     "SentencePieceTokenizer",
     "TaggerVocabulary",
+    "Treebank",
     "UD_ENGLISH_EWT_SIZES",
     "UD_ENGLISH_EWT_SPLITS",
     "UNK_ID",
     "UNK_PIECE",
     "UPOS_TAGS",
+    "apply_lemma_script",
     "bucket_spec",
     "epoch_shuffled",
+    "lemma_script",
     "load_multi30k",
     "load_transliteration",
     "one_line",

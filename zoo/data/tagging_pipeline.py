@@ -53,8 +53,12 @@ def split_long_sentences(sentences, max_length):
     return pieces
 
 
-def _encode_flat(sentences, vocabulary, with_xpos):
-    """Every word of every sentence, encoded: flat arrays plus the sentence lengths."""
+UNSEEN_TAG = -1  # the label of a tag that training never saw: no prediction equals it
+
+
+def _encode_flat(sentences, vocabulary, with_xpos, unseen_tags="raise"):
+    """Every word of every sentence, encoded: flat arrays plus the sentence lengths. A tag
+    outside the vocabulary raises, or with ``unseen_tags="error"`` gets :data:`UNSEEN_TAG`."""
     lengths = np.array([len(s.words) for s in sentences], "int64")
     total = int(lengths.sum())
     words = np.zeros(total, "int32")
@@ -66,7 +70,8 @@ def _encode_flat(sentences, vocabulary, with_xpos):
     i = 0
     for sentence in sentences:
         for form, tag, xtag in zip(sentence.words, sentence.upos, sentence.xpos):
-            if tag not in upos_ids or (with_xpos and xtag not in xpos_ids):
+            unseen_xpos = with_xpos and xtag not in xpos_ids
+            if tag not in upos_ids or (unseen_xpos and unseen_tags == "raise"):
                 field, value = ("upos", tag) if tag not in upos_ids else ("xpos", xtag)
                 raise ValueError(
                     f"Sentence {sentence.sent_id!r}, word {form!r}: {field} tag {value!r} is "
@@ -76,7 +81,7 @@ def _encode_flat(sentences, vocabulary, with_xpos):
             ids = vocabulary.char_ids(form)
             chars[i, : len(ids)] = ids
             upos[i] = upos_ids[tag]
-            xpos[i] = xpos_ids.get(xtag, 0)
+            xpos[i] = UNSEEN_TAG if unseen_xpos else xpos_ids.get(xtag, 0)
             i += 1
     return words, chars, upos, xpos, lengths
 
@@ -94,6 +99,7 @@ def make_tagging_dataset(
     pad_to_bucket=False,
     batch_multiple=1,
     epoch=None,
+    unseen_tags="raise",
 ):
     """Build a ``tf.data.Dataset`` of word-budget batches of tagged sentences.
 
@@ -121,6 +127,10 @@ def make_tagging_dataset(
         pad_to_bucket: pad every batch to its bucket's upper bound, so that batches take few
             shapes (fewer XLA compilations).
         batch_multiple: batch sizes are multiples of this (see ``zoo.data.bucket_spec``).
+        unseen_tags: an XPOS tag outside the vocabulary (validation data that has a tag
+            training never saw): ``"raise"``, or ``"error"``: its label is :data:`UNSEEN_TAG`,
+            which no prediction equals, so the accuracy counts it as an error (the losses
+            leave it out: a softmax head's ignores it, a CRF's path score skips its terms).
 
     Returns:
         A ``tf.data.Dataset`` of ``({"words": (B, T), "chars": (B, T, C)}, labels)``, all
@@ -150,7 +160,10 @@ def make_tagging_dataset(
     if not sentences:
         raise ValueError("sentences is empty; the dataset needs at least one tagged sentence.")
     with_xpos = bool(xpos)
-    words, chars, upos_ids, xpos_ids, lengths = _encode_flat(sentences, vocabulary, with_xpos)
+    if unseen_tags not in ("raise", "error"):
+        raise ValueError(f"unseen_tags must be 'raise' or 'error', got {unseen_tags!r}.")
+    words, chars, upos_ids, xpos_ids, lengths = _encode_flat(sentences, vocabulary, with_xpos,
+                                                             unseen_tags)
 
     # Each element is a sentence, sliced out of the flat arrays by its start and length.
     flat = {"words": words, "chars": chars, "upos": upos_ids, "xpos": xpos_ids}

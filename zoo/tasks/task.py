@@ -23,7 +23,8 @@ __all__ = ["EvaluationFiles", "Task"]
 @dataclasses.dataclass(frozen=True)
 class EvaluationFiles:
     """Data to evaluate on, from files (``zoo evaluate --source F --reference F ...``): the
-    input file, its reference files, and the target language (which scores may depend on)."""
+    input file, its reference files, and the target language (which scores may depend on).
+    A tagged file (``zoo evaluate tagger --gold F``) is its own input and reference."""
 
     source: str
     references: tuple
@@ -222,6 +223,12 @@ class Task:
     def predict(self, model, vocabulary, lines, verbose=False, **options):
         """The output line of each input line (a translation, ``word/TAG ...``)."""
         raise NotImplementedError
+
+    def predict_file(self, model, vocabulary, source, output, verbose=False, **options):
+        """Read ``source`` (a path, or a binary stream: stdin) in the task's own file format,
+        and write it to the binary stream ``output`` with the predictions filled in, streamed
+        in bounded memory (``zoo tag --conllu FILE``)."""
+        raise NotImplementedError(f"The {self.name} takes no input file.")
 
     exporter = None  # (model, vocabulary, output_dir, verbose, **options): the task's export
 

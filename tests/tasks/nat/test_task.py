@@ -1,5 +1,6 @@
 """The NAT as a task on the one run path: train(), load(), predict and the command line."""
 
+import keras
 import numpy as np
 import pytest
 
@@ -11,6 +12,7 @@ from zoo_cli import CommandLineError, main
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
+    keras.utils.set_random_seed(0)  # not the state that the worker's earlier tests left
     task = get_task("nat")
     config = task.get_config("tiny", vocab_size=400, max_length=32, epochs=2)
     path = str(tmp_path_factory.mktemp("nat") / "workdir")

@@ -47,6 +47,10 @@ class TaggerConfig(TrainingConfig):
         use_crf: a CRF head (the model outputs potentials ``(B, T, K, K)``; train with
             ``zoo.layers.CRFLoss``, decode with Viterbi) instead of softmax logits ``(B, T, K)``.
 
+    Data (recorded in the workdir and the export; read from a UD file name, or given):
+        language: the treebank's language (``en``).
+        treebank: the treebank's name (``EWT``).
+
     Training (read by the tagger's trainer and vocabulary building):
         lowercase: lowercase words before the word-vocabulary lookup (characters keep case).
         min_word_count: words seen fewer times in training are OOV; the training singletons
@@ -77,6 +81,8 @@ class TaggerConfig(TrainingConfig):
     lowercase: bool = True
     min_word_count: int = 2
     word_dropout: float = 0.25
+    language: str = "en"
+    treebank: str = "EWT"
 
     def __post_init__(self):
         super().__post_init__()

@@ -1,15 +1,19 @@
-"""Score a tagger on a UD English-EWT split, per head (UPOS, XPOS), overall and on OOV words."""
+"""Score a tagger on a UD English-EWT split, per head (UPOS, XPOS), overall and on OOV words;
+or on any CoNLL-U file with the CoNLL 2018 shared task's figures."""
 
 import json
 import os
+import tempfile
 
 from zoo.data import load_ud_english_ewt
+from zoo.data.conllu import iter_conllu
 from zoo.data.tagger_vocabulary import OOV_ID
+from zoo.evaluation.conll18 import conll18_scores
 from zoo.evaluation.tagging import tagging_accuracy
 from zoo.models.tagger import tagger_heads
 from zoo.tasks.tagging.search import tag_sentences
 
-__all__ = ["evaluate_tagger"]
+__all__ = ["CONLL18_FIGURES", "evaluate_tagger", "evaluate_tagger_file"]
 
 
 def evaluate_tagger(
@@ -59,4 +63,66 @@ def evaluate_tagger(
                         columns += [getattr(sentence, head)[t], predictions[head][i][t]]
                     f.write("\t".join([*columns, str(int(oov[i][t]))]) + "\n")
                 f.write("\n")
+    return report
+
+
+# The CoNLL 2018 figures and the heads each needs; a figure whose head the model lacks is not
+# reported (its column is blank in the predicted file, which would score nothing real).
+CONLL18_FIGURES = {"UPOS": ("upos",), "XPOS": ("xpos",)}
+
+
+def evaluate_tagger_file(model, vocabulary, path, output_dir=None, verbose=False):
+    """Tag the words of a CoNLL-U file (gold tokenization) and score them as the CoNLL 2018
+    shared task does (:func:`zoo.evaluation.conll18_scores`), plus the accuracy on words
+    without an embedding (OOV).
+
+    The predicted file is the gold file with the model's columns filled and the tag columns
+    it has no head for (XPOS without an XPOS head, FEATS, LEMMA) blanked to ``_``, so that no
+    gold value reaches the scores. Its name in ``output_dir`` is the gold file's stem with
+    ``.predicted.conllu``; the scores go to ``.json`` beside it.
+
+    Args:
+        model: a tagger from ``zoo.models.build_tagger``.
+        vocabulary: its ``zoo.data.TaggerVocabulary``.
+        path: the gold CoNLL-U file, plain or gzipped.
+        output_dir: where to write the predicted file and the scores (None: a temporary
+            folder, removed after).
+        verbose: draw a progress bar of the tagging on stderr.
+
+    Returns:
+        ``{"file", "words", "figures": {name: accuracy}, "oov": {...}, "predicted"}``; the
+        figures are those of :data:`CONLL18_FIGURES` whose heads the model has.
+    """
+    heads = tuple(tagger_heads(model))
+    gold = list(iter_conllu(path))
+    words = [list(sentence.words) for sentence in gold]
+    predictions = {head: tag_sentences(model, vocabulary, words, head=head, verbose=verbose)
+                   for head in heads}  # fmt: skip
+    stem = os.path.basename(os.fspath(path)).removesuffix(".gz").removesuffix(".conllu")
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = output_dir or scratch
+        os.makedirs(folder, exist_ok=True)
+        predicted = os.path.join(folder, f"{stem}.predicted.conllu")
+        with open(predicted, "w", encoding="utf-8", newline="") as f:
+            for i, sentence in enumerate(gold):
+                count = len(sentence.word_lines)
+                columns = {column: ("_",) * count for column in ("XPOS", "FEATS", "LEMMA")}
+                columns["UPOS"] = predictions["upos"][i]
+                if "xpos" in predictions:
+                    columns["XPOS"] = predictions["xpos"][i]
+                f.write(sentence.filled(**columns).text())
+        scores = conll18_scores(path, predicted)
+        oov = [[vocabulary.word_id(w) == OOV_ID for w in sentence] for sentence in words]
+        upos = [list(sentence.column("UPOS")) for sentence in gold]
+        report = {
+            "file": os.fspath(path),
+            "words": scores["words"],
+            "figures": {name: scores[name] for name, needs in CONLL18_FIGURES.items()
+                        if set(needs) <= set(heads)},  # fmt: skip
+            "oov": tagging_accuracy(upos, predictions["upos"], oov),
+            "predicted": predicted if output_dir else None,
+        }
+        if output_dir:
+            with open(os.path.join(output_dir, f"{stem}.json"), "w") as f:
+                json.dump(report, f, indent=2)
     return report

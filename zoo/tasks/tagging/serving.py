@@ -250,7 +250,7 @@ class TaggerServing(tf.Module):
 
 
 def export_tagger(model, vocabulary, output_dir, window=None, verbose=False,
-                  version=SERVING_VERSION):
+                  version=SERVING_VERSION, assets_extra=None):
     """Write ``model.keras``, ``vocabulary.json`` and the ``serving/<version>/`` SavedModel.
 
     The SavedModel's ``serving_default`` maps ``sentences`` (``tf.string [None]``) to ``tags``
@@ -295,5 +295,5 @@ def export_tagger(model, vocabulary, output_dir, window=None, verbose=False,
     serving = TaggerServing(model, vocabulary, window=window)
     return write_export(
         output_dir, model, TAGGER_VOCABULARY_FILE, vocabulary.save, serving, verbose=verbose,
-        version=version,
+        version=version, assets_extra=assets_extra,
     )

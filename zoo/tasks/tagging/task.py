@@ -1,29 +1,46 @@
-"""The tagging task: UPOS (and optionally XPOS) on UD English-EWT with the encoder-only tagger.
+"""The tagging task: UPOS (and optionally XPOS) on any UD treebank with the encoder-only tagger.
 
-Vocabulary: words and characters of the training sentences (:class:`TaggerVocabulary`), which
-fix the model's input sizes. Data: word-budget batches with word dropout. Model:
-:func:`zoo.models.build_tagger` with a CRF or softmax head per tag set; the epoch with the best
-dev accuracy is kept. Evaluation: accuracy overall and on OOV words. Export: ``model.keras``,
+Data: the CoNLL-U files of ``--train`` and ``--valid`` (:class:`zoo.data.Treebank`), by default
+the bundled UD English-EWT, in word-budget batches with word dropout. Vocabulary: words and
+characters of the training sentences (:class:`TaggerVocabulary`), which fix the model's input
+sizes. Model: :func:`zoo.models.build_tagger` with a CRF or softmax head per tag set; the epoch
+with the best dev accuracy is kept. Evaluation: accuracy overall and on OOV words, or the CoNLL
+2018 figures of a file. Prediction: words, or a CoNLL-U file filled in. Export: ``model.keras``,
 ``vocabulary.json`` and a sentences-to-tags SavedModel.
 """
 
 import dataclasses
 import os
+import sys
 
 from zoo.artifacts import TAGGER_VOCABULARY_FILE, written_atomically
-from zoo.data import TaggerVocabulary, load_ud_english_ewt
+from zoo.data import TaggerVocabulary, Treebank, load_ud_english_ewt
+from zoo.data.conllu import iter_conllu
 from zoo.data.tagging_pipeline import make_tagging_dataset
 from zoo.layers import CRFAccuracy, CRFLoss
-from zoo.models.tagger import PRESETS, TaggerConfig, build_tagger
-from zoo.tasks.tagging.evaluation import evaluate_tagger
+from zoo.models.tagger import PRESETS, TaggerConfig, build_tagger, tagger_heads
+from zoo.tasks.tagging.evaluation import evaluate_tagger, evaluate_tagger_file
 from zoo.tasks.tagging.search import tag_sentences
 from zoo.tasks.tagging.serving import export_tagger
-from zoo.tasks.task import Task
+from zoo.tasks.task import EvaluationFiles, Task
 from zoo.training.losses import MaskedSparseCrossEntropy
 from zoo.training.metrics import MaskedAccuracy
 from zoo.training.optimizer import make_optimizer
 
-__all__ = ["TaggingTask"]
+__all__ = ["CONLLU_WINDOW", "TaggingTask"]
+
+CONLLU_WINDOW = 2_000  # sentences of a CoNLL-U file tagged together (zoo tag --conllu)
+
+
+def _batched(items, size):
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 class TaggingTask(Task):
@@ -45,6 +62,25 @@ class TaggingTask(Task):
 
     def load_data(self, split):
         return load_ud_english_ewt(split)
+
+    def training_data(self, config, files=None):
+        """The sentences of ``files`` (``--train``: CoNLL-U paths or globs), read and checked
+        now; by default EWT's training split."""
+        if files:
+            return Treebank(files, flag="--train")
+        return self.load_data(self.train_split)
+
+    def validation_data(self, config, files=None):
+        """The sentences of ``files`` (``--valid``), by default EWT's dev split."""
+        if files:
+            return Treebank(files, flag="--valid").sentences
+        return self.load_data(self.validation_split)
+
+    def data_fingerprint(self, data):
+        return data.fingerprint() if isinstance(data, Treebank) else None
+
+    def languages(self, config):
+        return {"language": config.language, "treebank": config.treebank}
 
     def make_vocabulary(self, config, workdir, train_data, verbose=False):
         vocabulary = TaggerVocabulary.build(
@@ -68,6 +104,14 @@ class TaggingTask(Task):
 
     def dataset(self, config, vocabulary, data, training, jit_compile=False, batch_multiple=1,
                 epoch=None):
+        """Training data must have only the vocabulary's tags (it was made from them);
+        validation data may have tags that training never saw: each is scored as an error,
+        and their count is said on stderr."""
+        if not training and config.num_xpos_tags:
+            unseen = sum(tag not in vocabulary.xpos_tags for s in data for tag in s.xpos)
+            if unseen:
+                print(f"the validation data has {unseen} XPOS tag(s) that the training data "
+                      "never had: each is scored as an error", file=sys.stderr, flush=True)
         return make_tagging_dataset(
             data,
             vocabulary,
@@ -80,6 +124,7 @@ class TaggingTask(Task):
             pad_to_bucket=jit_compile,
             batch_multiple=batch_multiple,
             epoch=epoch,
+            unseen_tags="error" if not training else "raise",
         )
 
     def build_model(self, config):
@@ -116,6 +161,15 @@ class TaggingTask(Task):
         return "val_upos_accuracy" if config.num_xpos_tags else "val_accuracy"
 
     def evaluate(self, model, vocabulary, split, output_dir, verbose=False):
+        if isinstance(split, EvaluationFiles):  # zoo evaluate --gold F: the CoNLL 2018 figures
+            report = evaluate_tagger_file(model, vocabulary, split.source, output_dir,
+                                          verbose=verbose)  # fmt: skip
+            figures = "  ".join(f"{name} {value:.2f}" for name, value in report["figures"].items())
+            oov = report["oov"]
+            oov_accuracy = "-" if oov["oov_accuracy"] is None else f"{oov['oov_accuracy']:.2f}"
+            return [f"{split.source}: {figures} ({report['words']} words, gold tokenization; "
+                    f"UPOS on OOV words {oov_accuracy}, {oov['oov_tokens']} words); predicted "
+                    f"file {report['predicted']}"]  # fmt: skip
         report = evaluate_tagger(model, vocabulary, split, output_dir, verbose=verbose)
         lines = []
         for head in ("upos", "xpos"):
@@ -127,6 +181,24 @@ class TaggingTask(Task):
                     f"({scores['oov_tokens']} OOV words); scores and tags in {output_dir}"
                 )
         return lines
+
+    def predict_file(self, model, vocabulary, source, output, verbose=False):
+        """Tag a CoNLL-U file (a path, or a binary stream) and write it to ``output`` with
+        UPOS (and XPOS, with an XPOS head) filled: every other byte as it was, the columns
+        to predict may be ``_``. Read in windows of :data:`CONLLU_WINDOW` sentences, so that
+        memory stays bounded whatever the file's length."""
+        heads = tuple(tagger_heads(model))
+        done = 0
+        for window in _batched(iter_conllu(source, require_upos=False), CONLLU_WINDOW):
+            words = [list(sentence.words) for sentence in window]
+            tags = {head: tag_sentences(model, vocabulary, words, head=head) for head in heads}
+            for i, sentence in enumerate(window):
+                columns = {head.upper(): tags[head][i] for head in heads}
+                output.write(sentence.filled(**columns).text().encode("utf-8"))
+            output.flush()
+            done += len(window)
+            if verbose:
+                print(f"{done} sentences tagged", file=sys.stderr, flush=True)
 
     def predict(self, model, vocabulary, lines, verbose=False):
         sentences = [line.split() for line in lines]
