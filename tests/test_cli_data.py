@@ -2,8 +2,10 @@
 evaluates, exports, serves through its SavedModel and round-trips through `zoo translate`; and
 each bad input gets one line, exit status 2, and loses nothing."""
 
+import contextlib
 import gzip
 import importlib
+import io
 import json
 import os
 import random
@@ -66,8 +68,10 @@ def greek(tmp_path_factory):
     valid = write_pairs(folder, "valid", greek_pairs(20, seed=1))
     test = write_pairs(folder, "test", greek_pairs(20, seed=2))
     workdir = folder / "w"
-    status, _, err = zoo(*train_command(workdir, train, valid, "--epochs", "10"))
-    assert status == 0, err[-3000:]
+    log = io.StringIO()  # trained in this process: the commands below run the real `zoo`
+    with contextlib.redirect_stderr(log):
+        main(train_command(workdir, train, valid, "--epochs", "10"))
+    err = log.getvalue()
     return {"folder": folder, "train": train, "valid": valid, "test": test, "workdir": workdir,
             "log": err}  # fmt: skip
 
@@ -76,7 +80,7 @@ def is_greek(text):
     return all(c in " ." or "GREEK" in unicodedata.name(c) for c in text)
 
 
-def test_a_greek_corpus_trains_evaluates_exports_serves_and_translates(greek, tmp_path):
+def test_a_greek_corpus_trains_evaluates_exports_serves_and_translates(greek, tmp_path, capsys):
     workdir, (source, reference) = greek["workdir"], greek["test"]
     # Counted as read (the pipeline reads ahead of training): 3 pairs in 603, each epoch.
     last = [line for line in greek["log"].splitlines() if line.startswith("epoch 10: ")]
@@ -86,8 +90,9 @@ def test_a_greek_corpus_trains_evaluates_exports_serves_and_translates(greek, tm
         config = json.load(f)
     assert (config["source_lang"], config["target_lang"]) == ("en", "el")
 
-    status, out, err = zoo("evaluate", "translator", "--workdir", str(workdir), "--source", source,
-                           "--reference", reference, "--method", "greedy")  # fmt: skip
+    status, out, err = zoo_here(capsys, "evaluate", "translator", "--workdir", str(workdir),
+                                "--source", source, "--reference", reference,
+                                "--method", "greedy")  # fmt: skip
     assert status == 0, err[-3000:]
     assert f"{workdir}: en -> el" in err
     with open(workdir / "eval" / "test.en.greedy.scores.json") as f:
@@ -98,7 +103,8 @@ def test_a_greek_corpus_trains_evaluates_exports_serves_and_translates(greek, tm
     assert len(hypotheses) == 20 and all(is_greek(h) for h in hypotheses), hypotheses
 
     export = tmp_path / "export"
-    status, _, err = zoo("export", "translator", "--workdir", str(workdir), "--output", str(export))
+    status, _, err = zoo_here(capsys, "export", "translator", "--workdir", str(workdir),
+                              "--output", str(export))  # fmt: skip
     assert status == 0, err[-3000:]
     serving = serving_path(str(export))
     with open(os.path.join(serving, "assets.extra", LANGUAGES_FILE)) as f:
@@ -110,6 +116,7 @@ def test_a_greek_corpus_trains_evaluates_exports_serves_and_translates(greek, tm
     served = [t.decode("utf-8") for t in served.numpy()]
     assert served == hypotheses
 
+    # The real command in its own process: stdin to stdout, in Greek.
     status, out, err = zoo("translate", "--workdir", str(export), "--method", "greedy",
                            stdin="\n".join(sources) + "\n")  # fmt: skip
     assert status == 0, err[-3000:]
