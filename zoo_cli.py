@@ -572,8 +572,8 @@ def _check_model_folder(args):
         raise _usage_error(f"{where} {other.format(folder=folder, task=task, verb=verb)}")
 
 
-# UD's release file names (zoo.data.treebank's rule; no TF import here).
-UD_FILE = re.compile(r"([a-z]{2,3})_([A-Za-z0-9]+)-ud-[a-z]+\.conllu(\.gz)?")
+# How UD's release files are named: <language>_<treebank>-ud-<split>[-<part>].conllu.
+UD_FILE = re.compile(r"([a-z]{2,3})_([A-Za-z0-9]+)-ud-")
 LANGUAGE_SUFFIX = re.compile(r"[a-z]{2,3}([-_][A-Za-z0-9]{2,8})?")
 NOT_LANGUAGES = {"txt", "tsv", "csv", "tok", "bpe", "raw", "xml", "dat", "out", "ref", "hyp", "src",
                  "tgt", "trg", "sgm", "log", "tmp"}  # file types, not ISO 639 codes
@@ -629,7 +629,7 @@ def _check_data_flags(args):
 def _check_treebank_name(args, where):
     """A treebank's language and name: given, or read from its UD file name
     (``fr_gsd-ud-train.conllu``: ``fr``, ``GSD``)."""
-    match = UD_FILE.fullmatch(os.path.basename(args.train_files[0]))
+    match = UD_FILE.match(os.path.basename(args.train_files[0]))
     if getattr(args, "language", None) is None:
         if match is None:
             raise _usage_error(f"{where} the language of {args.train_files[0]} is not in its "

@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+import zoo_cli
 from tests.test_cli import SHIPPED_TAGGER
 from tests.test_cli_data import zoo_here
 from zoo.artifacts import DATA_FILE, LANGUAGES_FILE, MODEL_FILE, serving_path
@@ -187,3 +188,16 @@ def test_bad_treebanks_get_one_line_and_lose_nothing(russian, tmp_path, capsys):
     line = refused("evaluate", "tagger", "--workdir", SHIPPED_TAGGER, "--gold", files["test"],
                    "--splits", "dev")  # fmt: skip
     assert "--gold scores a file" in line
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--train", "ud/fr_gsd-ud-train.conllu.gz"], ("fr", "GSD")),
+    (["--train", "ud/ru_syntagrus-ud-train-*.conllu"], ("ru", "SYNTAGRUS")),  # a glob of parts
+    (["--train", "mine.conllu", "--language", "xx"], ("xx", "mine")),
+    (["--train", "ud/fr_gsd-ud-train.conllu", "--treebank", "Mine"], ("fr", "Mine")),
+])  # fmt: skip
+def test_the_language_and_treebank_come_from_the_ud_name_or_the_flags(argv, expected):
+    args = zoo_cli.build_parser().parse_args(["train", "tagger", "--workdir", "w", *argv,
+                                              "--valid", "d.conllu"])  # fmt: skip
+    zoo_cli._check_data_flags(args)
+    assert (args.language, args.treebank) == expected
