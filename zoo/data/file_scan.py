@@ -3,11 +3,12 @@ gzip file inflated on the way (:func:`scan_file`). What :class:`zoo.data.Paralle
 of each file, so that a problem is named (file, line) before training starts."""
 
 import dataclasses
+import glob
 import hashlib
 import os
 import zlib
 
-__all__ = ["FileRecord", "scan_file"]
+__all__ = ["FileRecord", "matching_files", "scan_file"]
 
 _CHUNK = 1 << 20
 GZIP_MAGIC = b"\x1f\x8b"  # how a gzip file starts
@@ -28,6 +29,20 @@ class FileRecord:
         """The record without the path: what another machine's copy must also have."""
         return {"name": os.path.basename(self.path), "size": self.size, "sha256": self.sha256,
                 "lines": self.lines}  # fmt: skip
+
+
+def matching_files(pattern, flag):
+    """The files a command-line path or glob names (a glob's matches sorted); ``flag`` (the
+    flag that gave it) and the pattern are named when there is none."""
+    pattern = os.path.expanduser(os.fspath(pattern))
+    if not glob.has_magic(pattern):
+        if not os.path.isfile(pattern):
+            raise FileNotFoundError(f"{flag} {pattern}: no such file")
+        return [pattern]
+    paths = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
+    if not paths:
+        raise FileNotFoundError(f"{flag} {pattern}: no file matches")
+    return paths
 
 
 def scan_file(path):

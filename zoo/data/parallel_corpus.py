@@ -24,7 +24,6 @@ dataset, then a bounded shuffle; weighted corpora mixed by sampling).
 """
 
 import dataclasses
-import glob
 import itertools
 import os
 import random
@@ -32,7 +31,7 @@ import random
 import tensorflow as tf
 
 from zoo.data.epoch_order import per_pass
-from zoo.data.file_scan import GZIP_MAGIC, UTF8_BOM, FileRecord, scan_file
+from zoo.data.file_scan import GZIP_MAGIC, UTF8_BOM, FileRecord, matching_files, scan_file
 
 __all__ = [
     "DATA_ERROR",
@@ -48,7 +47,6 @@ __all__ = [
 SHUFFLE_BUFFER = 100_000  # pairs in a shuffle window (about 20 MB of text at Multi30k's lengths)
 CYCLE = 4  # pieces read at once: each window mixes lines of this many places in the corpus
 DATA_ERROR = "zoo data error: "  # how a pipeline's assertion says it is one of ours
-_GLOB_CHARACTERS = "*?["
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,18 +57,6 @@ class CorpusFiles:
     source: str
     target: str
     weight: float | None = None
-
-
-def _matches(pattern, flag):
-    pattern = os.path.expanduser(os.fspath(pattern))
-    if not any(c in pattern for c in _GLOB_CHARACTERS):
-        if not os.path.isfile(pattern):
-            raise FileNotFoundError(f"{flag} {pattern}: no such file")
-        return [pattern]
-    paths = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
-    if not paths:
-        raise FileNotFoundError(f"{flag} {pattern}: no file matches")
-    return paths
 
 
 class ParallelCorpus:
@@ -116,7 +102,7 @@ class ParallelCorpus:
         self.weighted = weights[0] is not None
         self.shards = []  # (corpus index, source record, target record)
         for index, corpus in enumerate(self.corpora):
-            sources, targets = _matches(corpus.source, flag), _matches(corpus.target, flag)
+            sources, targets = matching_files(corpus.source, flag), matching_files(corpus.target, flag)
             if len(sources) != len(targets):
                 raise ValueError(
                     f"{flag} {corpus.source} {corpus.target}: {len(sources)} files match the "

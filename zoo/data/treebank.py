@@ -7,22 +7,12 @@ its line before training starts. It records the files without their paths
 (:meth:`Treebank.fingerprint`), so that a workdir resumes on the same files anywhere.
 """
 
-import glob
 import os
 
 from zoo.data.conllu import iter_conllu
-from zoo.data.file_scan import scan_file
+from zoo.data.file_scan import matching_files, scan_file
 
 __all__ = ["Treebank"]
-
-def _expand(pattern, flag):
-    if not glob.has_magic(pattern):
-        return [pattern]  # scan_file names a missing file
-    paths = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
-    if not paths:
-        raise FileNotFoundError(f"{flag} {pattern}: no file matches")
-    return paths
-
 
 class Treebank:
     """The tagged sentences of CoNLL-U files (plain or gzipped), read and checked once.
@@ -53,7 +43,7 @@ class Treebank:
         if isinstance(patterns, (str, os.PathLike)):
             patterns = [patterns]
         self.flag = flag
-        self.paths = [path for pattern in patterns for path in _expand(os.fspath(pattern), flag)]
+        self.paths = [path for pattern in patterns for path in matching_files(pattern, flag)]
         if not self.paths:
             raise ValueError(f"{flag}: no file given")
         self.records = [scan_file(path) for path in self.paths]
