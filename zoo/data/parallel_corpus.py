@@ -102,7 +102,8 @@ class ParallelCorpus:
         self.weighted = weights[0] is not None
         self.shards = []  # (corpus index, source record, target record)
         for index, corpus in enumerate(self.corpora):
-            sources, targets = matching_files(corpus.source, flag), matching_files(corpus.target, flag)
+            sources = matching_files(corpus.source, flag)
+            targets = matching_files(corpus.target, flag)
             if len(sources) != len(targets):
                 raise ValueError(
                     f"{flag} {corpus.source} {corpus.target}: {len(sources)} files match the "
