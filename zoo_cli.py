@@ -271,7 +271,8 @@ TASKS = {
         "export": (SERVING_VERSION, ALPHA),
     },
     "tagger": {
-        "help": "the UPOS tagger (your UD treebank; UD English-EWT bundled)",
+        "help": "the UD tagger: UPOS, and XPOS, FEATS, lemmas (your UD treebank; UD "
+        "English-EWT bundled)",
         "presets": ("tiny", "small"),
         "splits": ("train", "dev", "test"),
         "predict": "tag",
@@ -281,6 +282,10 @@ TASKS = {
             EPOCHS, BATCH_TOKENS, ACCUMULATE, MAX_LENGTH,
             flag("--xpos", dest="num_xpos_tags", action="store_const", const=1,
                  help="add an XPOS head"),
+            flag("--feats", dest="num_feats_tags", action="store_const", const=1,
+                 help="add a FEATS head (each bundle one class)"),
+            flag("--lemmas", dest="num_lemma_scripts", action="store_const", const=1,
+                 help="add a lemma head (edit scripts from form to lemma)"),
             *TREEBANK_DATA,
         ),
         "evaluate": (

@@ -1,6 +1,7 @@
 """A user's own treebank through the `zoo` command: a rule-made Russian treebank (Cyrillic) in
-UD-named CoNLL-U files trains (its language and name recorded), validates with an XPOS tag that
-training never saw, is scored with the CoNLL 2018 figures and exports; and each bad input gets
+UD-named CoNLL-U files trains every head (UPOS, XPOS, FEATS, lemma; its language and name
+recorded), validates with an XPOS tag that training never saw, is scored with the CoNLL 2018
+figures, tags CoNLL-U in and out, and exports; and each bad input gets
 one line, exit status 2, and loses nothing. The commands run in this process (`zoo_cli.main`):
 tests/test_cli.py covers what only a subprocess shows."""
 
@@ -17,6 +18,7 @@ import zoo_cli
 from tests.test_cli import SHIPPED_TAGGER
 from tests.test_cli_data import zoo_here
 from zoo.artifacts import DATA_FILE, LANGUAGES_FILE, MODEL_FILE, serving_path
+from zoo.data.conllu import iter_conllu
 
 # A word, its UPOS, XPOS, features and lemma: a sentence is a subject, a verb and an object.
 NOUNS = [("кошка", "кошка", "Gender=Fem|Number=Sing"),
@@ -74,11 +76,12 @@ def russian(tmp_path_factory):
 def test_a_russian_treebank_trains_is_scored_and_exports(russian, tmp_path, capsys):
     _, files = russian
     workdir = tmp_path / "w"
-    status, _, err = zoo_here(capsys, *train_command(workdir, "--xpos", "--train",
-                                                     files["train"], "--valid",
+    status, _, err = zoo_here(capsys, *train_command(workdir, "--xpos", "--feats", "--lemmas",
+                                                     "--train", files["train"], "--valid",
                                                      files["dev"]))  # fmt: skip
     assert status == 0, err[-3000:]
     assert "the validation data has 3 XPOS tag(s) that the training data never had" in err
+    assert "keeping the epoch with the best val_alltags" in err
     with open(workdir / "config.json") as f:
         config = json.load(f)
     assert (config["language"], config["treebank"]) == ("ru", "RULE")
@@ -94,14 +97,14 @@ def test_a_russian_treebank_trains_is_scored_and_exports(russian, tmp_path, caps
     assert status == 0, err[-3000:]
     with open(workdir / "eval" / "ru_rule-ud-test.json") as f:
         report = json.load(f)
-    assert set(report["figures"]) == {"UPOS", "XPOS"}  # no FEATS or LEMMA head: not scored
-    assert report["figures"]["UPOS"] > 90 and report["words"] > 100, report
+    assert set(report["figures"]) == {"UPOS", "XPOS", "UFeats", "AllTags", "Lemmas"}
+    assert min(report["figures"].values()) > 90 and report["words"] > 100, report
+    assert report["unseen"]["unseen_tokens"] == 0  # every test word is in training
     predicted = report["predicted"]
     with open(files["test"], encoding="utf-8") as f, open(predicted, encoding="utf-8") as g:
         for gold_line, line in zip(f, g):
-            if gold_line[0].isdigit():  # every column but those predicted or blanked as it was
+            if gold_line[0].isdigit():  # every column but those predicted as it was
                 gold_fields, fields = gold_line.split("\t"), line.split("\t")
-                assert fields[5] == "_" and fields[2] == "_", line  # FEATS, LEMMA: no head
                 for index in (0, 1, 6, 7, 8, 9):
                     assert fields[index] == gold_fields[index]
             else:
@@ -119,9 +122,9 @@ def test_a_russian_treebank_trains_is_scored_and_exports(russian, tmp_path, caps
         ending = "\r\n" if number < 8 else "\n"
         if line[0].isdigit():
             fields, tagged_fields = line.rstrip("\n").split("\t"), tagged.split("\t")
-            fields[3:5] = ["_", "_"]
+            fields[2:6] = ["_"] * 4
             lines.append("\t".join(fields) + ending)
-            fields[3:5] = tagged_fields[3:5]
+            fields[2:6] = tagged_fields[2:6]
             expected.append("\t".join(fields) + ending)
         else:
             lines.append(line.rstrip("\n") + ending)
@@ -143,6 +146,25 @@ def test_a_russian_treebank_trains_is_scored_and_exports(russian, tmp_path, caps
     assert status == 0, err[-3000:]
     with open(os.path.join(serving_path(str(export)), "assets.extra", LANGUAGES_FILE)) as f:
         assert json.load(f) == {"language": "ru", "treebank": "RULE"}
+    # The tokens signature serves what `zoo tag` writes: every head's column, word by word.
+    import tensorflow as tf
+
+    sentences = list(iter_conllu(predicted))
+    tokens = [list(sentence.words) for sentence in sentences]
+    tokens[0][1] = "дом с окном"  # a FORM with spaces stays one token
+    width = max(map(len, tokens))
+    served = tf.saved_model.load(serving_path(str(export))).signatures["tag_tokens"](
+        tokens=tf.constant([row + [""] * (width - len(row)) for row in tokens]),
+        lengths=tf.constant([len(row) for row in tokens], tf.int32),
+    )
+    assert served["lengths"].numpy().tolist() == [len(row) for row in tokens]
+    assert served["tokens"].numpy()[0][1].decode() == "дом с окном"
+    for output, column in [("tags", "UPOS"), ("xpos_tags", "XPOS"), ("feats", "FEATS"),
+                           ("lemmas", "LEMMA")]:  # fmt: skip
+        values = [[value.decode() for value in row[: len(tokens[i])]]
+                  for i, row in enumerate(served[output].numpy())]  # fmt: skip
+        expected = [list(sentence.column(column)) for sentence in sentences]
+        assert values[1:] == expected[1:], output  # the first sentence has a changed word
     status, _, err = zoo_here(capsys, "evaluate", "tagger", "--workdir", str(export), "--gold",
                            files["test"])  # fmt: skip
     assert status == 0 and f"{export}: ru (UD RULE)" in err, err[-3000:]
@@ -182,7 +204,15 @@ def test_bad_treebanks_get_one_line_and_lose_nothing(russian, tmp_path, capsys):
     line = refused(*train_command(tmp_path / "w5", "--train", str(tmp_path / "none*.conllu"),
                                   "--valid", files["dev"], "--language", "xx"))  # fmt: skip
     assert "--train" in line and "no file matches" in line
-    for number in range(1, 6):
+    blank = tmp_path / "xx_blank-ud-train.conllu"
+    with open(files["dev"], encoding="utf-8") as f:
+        lines = [line.split("\t") for line in f]
+    blank.write_text("".join("\t".join(fields[:5] + ["_"] + fields[6:]) if len(fields) == 10
+                             else fields[0] for fields in lines), encoding="utf-8")  # fmt: skip
+    line = refused(*train_command(tmp_path / "w6", "--feats", "--train", str(blank), "--valid",
+                                  files["dev"]))  # fmt: skip
+    assert "--feats: the training data's FEATS column is blank ('_' throughout)" in line
+    for number in range(1, 7):
         assert not os.path.exists(tmp_path / f"w{number}" / MODEL_FILE)
 
     line = refused("evaluate", "tagger", "--workdir", SHIPPED_TAGGER, "--gold", files["test"],

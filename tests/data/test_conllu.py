@@ -142,14 +142,16 @@ SMALL_EXPECTED = [
         upos=("PRON", "AUX", "PART", "VERB", "PUNCT"),
         xpos=("PRP", "VBP", "RB", "VB", "."),
         sent_id="s1",
+        lemmas=("i", "do", "n't", "know", "."),
     ),
     Sentence(
         words=("Sue", "likes", "coffee", "and", "Bill", "tea"),
         upos=("PROPN", "VERB", "NOUN", "CCONJ", "PROPN", "NOUN"),
         xpos=("NNP", "VBZ", "NN", "CC", "NNP", "NN"),
         sent_id="s2",
+        lemmas=("sue", "likes", "coffee", "and", "bill", "tea"),
     ),
-    Sentence(words=("Hi",), upos=("INTJ",), xpos=("UH",), sent_id=None),
+    Sentence(words=("Hi",), upos=("INTJ",), xpos=("UH",), sent_id=None, lemmas=("hi",)),
 ]
 
 

@@ -85,6 +85,9 @@ class Sentence:
         xpos: the language-specific tag of each word (the Penn Treebank tag for English), exactly
             as written; ``"_"`` where the file has none.
         sent_id: the value of the sentence's ``# sent_id = ...`` comment, or ``None``.
+        lemmas: the LEMMA of each word, as written; ``"_"`` for each word by default.
+        feats: the FEATS of each word (``"Number=Sing|Person=3"``), as written; ``"_"`` (no
+            features) for each word by default.
 
     Example:
         >>> s = Sentence(words=("Hi", "!"), upos=("INTJ", "PUNCT"), xpos=("UH", "."), sent_id="1")
@@ -96,12 +99,18 @@ class Sentence:
     upos: tuple[str, ...]
     xpos: tuple[str, ...]
     sent_id: str | None = None
+    lemmas: tuple[str, ...] | None = None
+    feats: tuple[str, ...] | None = None
 
     def __post_init__(self):
-        if not len(self.words) == len(self.upos) == len(self.xpos):
+        for name in ("lemmas", "feats"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, ("_",) * len(self.words))
+        lengths = [len(getattr(self, name)) for name in ("words", "upos", "xpos", "lemmas", "feats")]
+        if len(set(lengths)) != 1:
             raise ValueError(
-                f"Sentence {self.sent_id!r}: words, upos and xpos have different lengths "
-                f"({len(self.words)}, {len(self.upos)}, {len(self.xpos)})."
+                f"Sentence {self.sent_id!r}: words, upos, xpos, lemmas and feats have different "
+                f"lengths {tuple(lengths)}."
             )
 
 
@@ -166,7 +175,8 @@ class ConlluSentence:
 
     def tagged(self):
         """The :class:`Sentence` of its forms and tags."""
-        return Sentence(self.words, self.column("UPOS"), self.column("XPOS"), self.sent_id)
+        return Sentence(self.words, self.column("UPOS"), self.column("XPOS"), self.sent_id,
+                        lemmas=self.column("LEMMA"), feats=self.column("FEATS"))
 
 
 def _fields(line):
@@ -306,7 +316,7 @@ def read_conllu(path):
     is kept even when the file does not end with a blank line. Comment lines (``#``) are
     skipped, except that ``# sent_id = ...`` sets :attr:`Sentence.sent_id`. Multiword-token
     lines (ids like ``8-9``) and empty nodes (``8.1``) are skipped: neither carries a
-    word-level tag. Of each word line, FORM, UPOS and XPOS are kept. :func:`iter_conllu`
+    word-level tag. Of each word line, FORM, UPOS, XPOS, LEMMA and FEATS are kept. :func:`iter_conllu`
     streams the same sentences with every byte of them.
 
     Args:
@@ -332,8 +342,9 @@ def read_conllu(path):
         ...     "2\\tn't\\tnot\\tPART\\tRB\\t_\\t1\\tadvmod\\t_\\t_\\n",
         ...     encoding="utf-8",
         ... )
-        >>> read_conllu(path)
-        [Sentence(words=('do', "n't"), upos=('AUX', 'PART'), xpos=('VBP', 'RB'), sent_id='s1')]
+        >>> sentence = read_conllu(path)[0]
+        >>> sentence.words, sentence.upos, sentence.lemmas, sentence.sent_id
+        (('do', "n't"), ('AUX', 'PART'), ('do', 'not'), 's1')
     """
     return [sentence.tagged() for sentence in iter_conllu(path)]
 

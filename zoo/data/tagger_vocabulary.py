@@ -12,6 +12,7 @@ import os
 import numpy as np
 
 from zoo.data.conllu import UPOS_TAGS
+from zoo.data.lemma_scripts import apply_lemma_script, lemma_script
 
 __all__ = [
     "BOW_ID",
@@ -30,6 +31,10 @@ EOW_ID = 3  # the end-of-word marker
 FIRST_WORD_ID = 2  # the first vocabulary word: word ids 0 and 1 are PAD_ID and OOV_ID
 FIRST_CHAR_ID = 4  # the first vocabulary character: ids 0-3 are PAD_ID, OOV_ID, BOW_ID, EOW_ID
 _FORMAT = "zoo.TaggerVocabulary"
+# What each head predicts: the Sentence field of its gold values, and the vocabulary field of
+# its classes (UPOS has the fixed 17 of UD). The lemma head's classes are edit scripts.
+_HEAD_FIELDS = {"upos": "upos", "xpos": "xpos", "feats": "feats", "lemma": "lemmas"}
+_CLASS_FIELDS = {"xpos": "xpos_tags", "feats": "feats_tags", "lemma": "lemma_scripts"}
 
 
 def _is_tagged(sentence):
@@ -56,6 +61,13 @@ class TaggerVocabulary:
             ``lowercase``.
         chars: the vocabulary characters, in id order (ids from 4).
         xpos_tags: the XPOS tags, in id order (ids from 0); empty when unused.
+        feats_tags: the FEATS bundles (``"Case=Nom|Number=Sing"``, ``"_"``), in id order;
+            empty when unused.
+        lemma_scripts: the lemma edit scripts (``zoo.data.lemma_scripts``), in id order;
+            empty when unused.
+        rare_words: the training words seen too rarely for an id (after lowercasing, with
+            ``lowercase``), so that the vocabulary knows every word of training
+            (:meth:`seen_in_training`); None for a vocabulary saved before it kept them.
         lowercase: lowercase words before the lookup.
         max_word_length: C, characters per word with both markers (>= 3).
 
@@ -71,15 +83,19 @@ class TaggerVocabulary:
         (1, 2, 20)
     """
 
-    def __init__(self, words, chars, xpos_tags=(), lowercase=True, max_word_length=20):
+    def __init__(self, words, chars, xpos_tags=(), lowercase=True, max_word_length=20,
+                 feats_tags=(), lemma_scripts=(), rare_words=None):
         if max_word_length < 3:
             raise ValueError("max_word_length counts both word-boundary markers; it must be >= 3.")
         self.words = tuple(words)
         self.chars = tuple(chars)
         self.xpos_tags = tuple(xpos_tags)
+        self.feats_tags = tuple(feats_tags)
+        self.lemma_scripts = tuple(lemma_scripts)
+        self.rare_words = None if rare_words is None else tuple(rare_words)
         self.lowercase = bool(lowercase)
         self.max_word_length = int(max_word_length)
-        for name in ("words", "chars", "xpos_tags"):
+        for name in ("words", "chars", "xpos_tags", "feats_tags", "lemma_scripts"):
             items = getattr(self, name)
             if len(set(items)) != len(items):
                 raise ValueError(f"TaggerVocabulary: {name} has duplicates.")
@@ -88,20 +104,31 @@ class TaggerVocabulary:
         self._word_ids = {w: i + FIRST_WORD_ID for i, w in enumerate(self.words)}
         self._char_ids = {c: i + FIRST_CHAR_ID for i, c in enumerate(self.chars)}
         self._xpos_ids = {t: i for i, t in enumerate(self.xpos_tags)}
+        self._rare = None  # the set of rare_words, made on first use
+        self._class_ids = {
+            head: {name: i for i, name in enumerate(self.classes(head))} for head in _HEAD_FIELDS
+        }
 
     @classmethod
-    def build(cls, sentences, min_count=2, min_char_count=1, lowercase=True, max_word_length=20):
+    def build(cls, sentences, min_count=2, min_char_count=1, lowercase=True, max_word_length=20,
+              feats=False, lemmas=False):
         """The vocabulary of training ``sentences`` (:class:`~zoo.data.Sentence` or word lists).
 
         Words seen at least ``min_count`` times (after lowercasing) and characters seen at
         least ``min_char_count`` times get ids; the XPOS tags of ``Sentence`` inputs are kept
-        in sorted order.
+        in sorted order, and with ``feats`` and ``lemmas`` their FEATS bundles and the edit
+        scripts of their lemmas (:func:`zoo.data.lemma_scripts.lemma_script`), sorted too.
         """
         word_counts, char_counts, xpos = collections.Counter(), collections.Counter(), set()
+        bundles, scripts = set(), set()
         for sentence in sentences:
             forms = sentence.words if _is_tagged(sentence) else sentence
             if _is_tagged(sentence):
                 xpos.update(sentence.xpos)
+                if feats:
+                    bundles.update(sentence.feats)
+                if lemmas:
+                    scripts.update(map(lemma_script, sentence.words, sentence.lemmas))
             for form in forms:
                 word_counts[form.lower() if lowercase else form] += 1
                 char_counts.update(form)
@@ -110,13 +137,48 @@ class TaggerVocabulary:
             kept = [item for item, count in counts.items() if count >= minimum]
             return sorted(kept, key=lambda item: (-counts[item], item))
 
+        rare = sorted(word for word, count in word_counts.items() if count < min_count)
+
         return cls(
             ranked(word_counts, min_count),
             ranked(char_counts, min_char_count),
             sorted(xpos),
             lowercase=lowercase,
             max_word_length=max_word_length,
+            feats_tags=sorted(bundles),
+            lemma_scripts=sorted(scripts),
+            rare_words=rare,
         )
+
+    # ------------------------------------------------------------ heads
+    def classes(self, head):
+        """The class names of a tagger head, in id order: UPOS tags for ``"upos"``, the
+        vocabulary's XPOS tags, FEATS bundles or lemma edit scripts for ``"xpos"``,
+        ``"feats"`` and ``"lemma"``."""
+        if head == "upos":
+            return UPOS_TAGS
+        if head not in _CLASS_FIELDS:
+            raise ValueError(f"Unknown tagger head {head!r}; expected one of {tuple(_HEAD_FIELDS)}.")
+        return getattr(self, _CLASS_FIELDS[head])
+
+    def gold_classes(self, head, sentence):
+        """The class name of each word of a :class:`~zoo.data.Sentence` for ``head``: its tag,
+        or for ``"lemma"`` the edit script from its form to its lemma."""
+        values = getattr(sentence, _HEAD_FIELDS[head])
+        return tuple(map(lemma_script, sentence.words, values)) if head == "lemma" else values
+
+    def class_id(self, head, name):
+        """The id of class ``name`` of ``head``, or None when the vocabulary lacks it."""
+        return self._class_ids[head].get(name)
+
+    @staticmethod
+    def column_values(head, forms, names):
+        """The CoNLL-U values of predicted classes: the names themselves, or for ``"lemma"``
+        each script applied to its form (the form itself where the script does not apply)."""
+        if head != "lemma":
+            return list(names)
+        lemmas = (apply_lemma_script(form, script) for form, script in zip(forms, names))
+        return [form if lemma is None else lemma for form, lemma in zip(forms, lemmas)]
 
     # ------------------------------------------------------------ sizes
     @property
@@ -144,6 +206,16 @@ class TaggerVocabulary:
     def word_id(self, word):
         """The id of ``word``: its vocabulary id, or ``OOV_ID``."""
         return self._word_ids.get(word.lower() if self.lowercase else word, OOV_ID)
+
+    def seen_in_training(self, word):
+        """Whether ``word`` (lowercased, with ``lowercase``) was in the training sentences;
+        None when the vocabulary does not know (saved before it kept its rare words)."""
+        if self.rare_words is None:
+            return None
+        key = word.lower() if self.lowercase else word
+        if self._rare is None:
+            self._rare = frozenset(self.rare_words)
+        return key in self._word_ids or key in self._rare
 
     def char_ids(self, word):
         """``[BOW] + character ids + [EOW]`` of ``word``, unpadded, at most ``max_word_length``."""
@@ -209,6 +281,9 @@ class TaggerVocabulary:
             "words": list(self.words),
             "chars": list(self.chars),
             "xpos_tags": list(self.xpos_tags),
+            "feats_tags": list(self.feats_tags),
+            "lemma_scripts": list(self.lemma_scripts),
+            "rare_words": None if self.rare_words is None else list(self.rare_words),
             "lowercase": self.lowercase,
             "max_word_length": self.max_word_length,
         }

@@ -11,7 +11,6 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from zoo.data.conllu import UPOS_TAGS
 from zoo.data.epoch_order import epoch_shuffled
 from zoo.data.tagger_vocabulary import OOV_ID, PAD_ID
 from zoo.data.translation_pipeline import bucket_spec, equal_shares, prefetched
@@ -48,6 +47,8 @@ def split_long_sentences(sentences, max_length):
                     words=sentence.words[cut],
                     upos=sentence.upos[cut],
                     xpos=sentence.xpos[cut],
+                    lemmas=sentence.lemmas[cut],
+                    feats=sentence.feats[cut],
                 )
             )
     return pieces
@@ -56,34 +57,38 @@ def split_long_sentences(sentences, max_length):
 UNSEEN_TAG = -1  # the label of a tag that training never saw: no prediction equals it
 
 
-def _encode_flat(sentences, vocabulary, with_xpos, unseen_tags="raise"):
-    """Every word of every sentence, encoded: flat arrays plus the sentence lengths. A tag
-    outside the vocabulary raises, or with ``unseen_tags="error"`` gets :data:`UNSEEN_TAG`."""
+def _encode_flat(sentences, vocabulary, heads, unseen_tags="raise"):
+    """Every word of every sentence, encoded: flat arrays, the label ids of each head, the
+    sentence lengths and the count of unseen labels per head. A UPOS tag outside UD's 17
+    raises; another head's class outside the vocabulary raises too, or with
+    ``unseen_tags="error"`` gets :data:`UNSEEN_TAG`."""
     lengths = np.array([len(s.words) for s in sentences], "int64")
     total = int(lengths.sum())
     words = np.zeros(total, "int32")
     chars = np.zeros((total, vocabulary.max_word_length), "int32")
-    upos = np.zeros(total, "int32")
-    xpos = np.zeros(total, "int32")
-    upos_ids = {tag: i for i, tag in enumerate(UPOS_TAGS)}
-    xpos_ids = {tag: i for i, tag in enumerate(vocabulary.xpos_tags)}
+    labels = {head: np.zeros(total, "int32") for head in heads}
+    unseen = dict.fromkeys(heads, 0)
     i = 0
     for sentence in sentences:
-        for form, tag, xtag in zip(sentence.words, sentence.upos, sentence.xpos):
-            unseen_xpos = with_xpos and xtag not in xpos_ids
-            if tag not in upos_ids or (unseen_xpos and unseen_tags == "raise"):
-                field, value = ("upos", tag) if tag not in upos_ids else ("xpos", xtag)
-                raise ValueError(
-                    f"Sentence {sentence.sent_id!r}, word {form!r}: {field} tag {value!r} is "
-                    "not in the vocabulary."
-                )
+        start = i
+        for form in sentence.words:
             words[i] = vocabulary.word_id(form)
             ids = vocabulary.char_ids(form)
             chars[i, : len(ids)] = ids
-            upos[i] = upos_ids[tag]
-            xpos[i] = UNSEEN_TAG if unseen_xpos else xpos_ids.get(xtag, 0)
             i += 1
-    return words, chars, upos, xpos, lengths
+        for head in heads:
+            for t, name in enumerate(vocabulary.gold_classes(head, sentence)):
+                label = vocabulary.class_id(head, name)
+                if label is None:
+                    if head == "upos" or unseen_tags == "raise":
+                        raise ValueError(
+                            f"Sentence {sentence.sent_id!r}, word {sentence.words[t]!r}: {head} "
+                            f"{'script' if head == 'lemma' else 'tag'} {name!r} is not in the "
+                            "vocabulary."
+                        )
+                    label, unseen[head] = UNSEEN_TAG, unseen[head] + 1
+                labels[head][start + t] = label
+    return words, chars, labels, lengths, unseen
 
 
 def make_tagging_dataset(
@@ -100,6 +105,8 @@ def make_tagging_dataset(
     batch_multiple=1,
     epoch=None,
     unseen_tags="raise",
+    heads=None,
+    unseen_counts=None,
 ):
     """Build a ``tf.data.Dataset`` of word-budget batches of tagged sentences.
 
@@ -123,20 +130,25 @@ def make_tagging_dataset(
         word_dropout: the probability of replacing each real word id by the OOV id (1); 0 for
             evaluation data. The characters are kept.
         xpos: also give the XPOS labels, for a tagger with an XPOS head; the vocabulary must
-            have XPOS tags.
+            have XPOS tags. The same as ``heads=("upos", "xpos")``.
+        heads: the heads to give labels of, ``"upos"`` first (a tagger's ``config.heads``):
+            their ids index ``vocabulary.classes(head)``; the lemma's label is the edit script
+            from the form to the lemma.
         pad_to_bucket: pad every batch to its bucket's upper bound, so that batches take few
             shapes (fewer XLA compilations).
         batch_multiple: batch sizes are multiples of this (see ``zoo.data.bucket_spec``).
-        unseen_tags: an XPOS tag outside the vocabulary (validation data that has a tag
-            training never saw): ``"raise"``, or ``"error"``: its label is :data:`UNSEEN_TAG`,
-            which no prediction equals, so the accuracy counts it as an error (the losses
-            leave it out: a softmax head's ignores it, a CRF's path score skips its terms).
+        unseen_tags: an XPOS tag, FEATS bundle or lemma script outside the vocabulary
+            (validation data that has a class training never saw): ``"raise"``, or
+            ``"error"``: its label is :data:`UNSEEN_TAG`, which no prediction equals, so the
+            accuracy counts it as an error (the losses leave it out: a softmax head's ignores
+            it, a CRF's path score skips its terms).
+        unseen_counts: a dict that receives ``{head: count}`` of such labels, if given.
 
     Returns:
         A ``tf.data.Dataset`` of ``({"words": (B, T), "chars": (B, T, C)}, labels)``, all
         ``int32`` and 0 at padding, where ``labels`` is the UPOS ids ``(B, T)`` (indices in
-        ``zoo.data.UPOS_TAGS``), or with ``xpos`` the dict ``{"upos": ..., "xpos": ...}`` (the
-        outputs of a tagger with an XPOS head; XPOS ids index ``vocabulary.xpos_tags``).
+        ``zoo.data.UPOS_TAGS``), or with more heads the dict ``{head: ids}`` (the outputs of
+        a tagger with those heads).
 
     Raises:
         ValueError: no sentences, a tag outside the vocabulary (named with its sentence), or a
@@ -150,8 +162,13 @@ def make_tagging_dataset(
         >>> sorted(features), features["words"].shape == labels.shape
         (['chars', 'words'], True)
     """
-    if xpos and not vocabulary.xpos_tags:
-        raise ValueError("xpos=True needs a vocabulary with XPOS tags (built from Sentences).")
+    heads = tuple(heads or (("upos", "xpos") if xpos else ("upos",)))
+    if heads[0] != "upos":
+        raise ValueError(f"heads must start with 'upos', got {heads}.")
+    for head in heads[1:]:
+        if not vocabulary.classes(head):
+            raise ValueError(f"The {head.upper()} head needs a vocabulary with {head.upper()} "
+                             "classes (built from Sentences with them).")  # fmt: skip
     if not 0.0 <= word_dropout < 1.0:
         raise ValueError(f"word_dropout must be in [0, 1), got {word_dropout}.")
     upper, batch_sizes = bucket_spec(batch_tokens, max_length, bucket_width, batch_multiple)
@@ -159,21 +176,23 @@ def make_tagging_dataset(
     sentences = [s for s in sentences if s.words]
     if not sentences:
         raise ValueError("sentences is empty; the dataset needs at least one tagged sentence.")
-    with_xpos = bool(xpos)
     if unseen_tags not in ("raise", "error"):
         raise ValueError(f"unseen_tags must be 'raise' or 'error', got {unseen_tags!r}.")
-    words, chars, upos_ids, xpos_ids, lengths = _encode_flat(sentences, vocabulary, with_xpos,
-                                                             unseen_tags)
+    words, chars, label_ids, lengths, unseen = _encode_flat(sentences, vocabulary, heads,
+                                                            unseen_tags)
+    if unseen_counts is not None:
+        unseen_counts.update(unseen)
 
     # Each element is a sentence, sliced out of the flat arrays by its start and length.
-    flat = {"words": words, "chars": chars, "upos": upos_ids, "xpos": xpos_ids}
+    flat = {"words": words, "chars": chars, **label_ids}
     flat = {name: tf.constant(array) for name, array in flat.items()}
+    several = len(heads) > 1
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
 
     def sentence(start, length):
         piece = {name: array[start : start + length] for name, array in flat.items()}
         features = {"words": piece["words"], "chars": piece["chars"]}
-        labels = {"upos": piece["upos"], "xpos": piece["xpos"]} if with_xpos else piece["upos"]
+        labels = {head: piece[head] for head in heads} if several else piece["upos"]
         return features, labels
 
     if shuffle:
@@ -181,8 +200,8 @@ def make_tagging_dataset(
     else:
         ds = tf.data.Dataset.from_tensor_slices((starts, lengths))
     ds = ds.map(sentence, num_parallel_calls=tf.data.AUTOTUNE)
-    label_shapes = {"upos": [None], "xpos": [None]} if with_xpos else [None]
-    label_padding = {"upos": PAD_ID, "xpos": PAD_ID} if with_xpos else PAD_ID
+    label_shapes = {head: [None] for head in heads} if several else [None]
+    label_padding = {head: PAD_ID for head in heads} if several else PAD_ID
     ds = ds.bucket_by_sequence_length(
         element_length_func=lambda features, _: tf.shape(features["words"])[0],
         bucket_boundaries=[u + 1 for u in upper],

@@ -285,6 +285,8 @@ def train(
     monitor = task.best_metric(config)
     if monitor:
         extra.insert(0, BestCheckpoint(best_path, monitor))
+        if verbose and chief:
+            print(f"keeping the epoch with the best {monitor}", file=sys.stderr, flush=True)
 
     with training_dtype_policy(mixed_precision), warnings.catch_warnings():
         # fit's notes on a tf.data input, which is shuffled by the task and ends each epoch.

@@ -265,7 +265,7 @@ def test_bad_arguments_are_refused(crf_model, vocabulary):
     other = TaggerVocabulary(["a", "b"], vocabulary.chars, max_word_length=10)
     with pytest.raises(ValueError, match="not its vocabulary"):
         tag_sentences(crf_model, other, [["a"]])
-    with pytest.raises(ValueError, match="XPOS head has 3 tags"):
+    with pytest.raises(ValueError, match="XPOS head has 3 classes"):
         tag_sentences(random_tagger(vocabulary, 3, num_xpos_tags=3), vocabulary, [["a"]])
     with pytest.raises(ValueError, match="not a tagger"):
         tag_sentences(keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)]), vocabulary,

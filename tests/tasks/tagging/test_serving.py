@@ -377,7 +377,8 @@ def test_saved_model_cli_lists_the_signature(exported):
 
 # ---------------------------------------------------------------- serving
 def test_the_saved_model_needs_neither_zoo_nor_keras(served):
-    assert served["signatures"] == {"upos": ["serving_default"], "xpos": ["serving_default"]}
+    both = ["serving_default", "tag_tokens"]
+    assert served["signatures"] == {"upos": both, "xpos": both}
     blocked = {"zoo", "keras", "tf_keras", "tensorflow_text"}
     roots = {name.split(".")[0] for name in served["imported_by_the_saved_model"]}
     assert not roots & blocked, served["imported_by_the_saved_model"]
@@ -484,3 +485,30 @@ def test_docstring_examples_run():
     result = doctest.testmod(serving_module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+# ---------------------------------------------------------------- lemma scripts in the graph
+LEMMA_PAIRS = [
+    ("walked", "walk"), ("Dogs", "dog"), ("Paris", "Paris"), ("US", "US"), ("eBay", "eBay"),
+    ("went", "go"), ("gemacht", "machen"), ("Häuser", "Haus"), ("ΟΔΟΣ", "οδός"),
+    ("γάτες", "γάτα"), ("кошки", "кошка"), ("I", "I"), ("_", "_"), ("2000", "2000"),
+    ("McDonald's", "McDonald"), ("iPhones", "iPhone"), ("New York", "New York"),
+]  # fmt: skip
+
+
+def test_lemma_scripts_apply_in_the_graph_as_in_python():
+    """Every script of LEMMA_PAIRS on every form (most do not fit, some cut all of it): the
+    graph's lemma is the Python one, or the form where the Python script does not apply."""
+    from zoo.data.lemma_scripts import apply_lemma_script, lemma_script
+
+    scripts = sorted({lemma_script(form, lemma) for form, lemma in LEMMA_PAIRS})
+    forms = [form for form, _ in LEMMA_PAIRS] + ["", "a", "Ab", "ÉCOLE"]
+    words = [form for form in forms for _ in scripts]
+    ids = [i for _ in forms for i in range(len(scripts))]
+    table = serving_module._script_table(scripts)
+    served = serving_module._apply_scripts(tf.constant(words), tf.constant(ids, tf.int32), table)
+    expected = []
+    for word, i in zip(words, ids):
+        lemma = apply_lemma_script(word, scripts[i])
+        expected.append(word if lemma is None else lemma)
+    assert [s.decode() for s in served.numpy()] == expected

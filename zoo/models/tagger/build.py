@@ -11,7 +11,7 @@ from zoo.layers import (
     TokenAndPositionEmbedding,
     TransformerEncoderBlock,
 )
-from zoo.models.tagger.config import HEADS
+from zoo.models.tagger.config import HEAD_SIZES, HEADS
 
 __all__ = ["TaggerHead", "build_tagger", "tagger_heads"]
 
@@ -38,8 +38,8 @@ def tagger_heads(model):
         model: a tagger of :func:`build_tagger`.
 
     Returns:
-        ``{head: TaggerHead}``, the heads in :data:`HEADS` order: ``"upos"`` and, with an XPOS
-        head, ``"xpos"``.
+        ``{head: TaggerHead}``, the heads in :data:`HEADS` order: ``"upos"`` and any of
+        ``"xpos"``, ``"feats"``, ``"lemma"``.
 
     Raises:
         ValueError: a model that is not a tagger (no ``upos_logits`` layer, other outputs).
@@ -60,7 +60,7 @@ def tagger_heads(model):
     if set(outputs) - set(HEADS) or "upos" not in outputs:
         raise ValueError(
             f"Model {model.name!r} has outputs {sorted(outputs)}; a tagger has 'upos' and "
-            "optionally 'xpos'."
+            f"optionally {', '.join(repr(head) for head in HEADS[1:])}."
         )
     return {
         head: TaggerHead(layers[f"{head}_logits"].units, f"{head}_crf" in layers)
@@ -71,7 +71,7 @@ def tagger_heads(model):
 
 def _head(x, config, name, num_tags):
     scores = keras.layers.Dense(num_tags, name=f"{name}_logits")(x)  # (B, T, K)
-    if config.use_crf:
+    if config.head_uses_crf(name):
         return CRF(name=f"{name}_crf")(scores)  # (B, T, K, K)
     return scores
 
@@ -83,7 +83,8 @@ def build_tagger(config):
     learned positions when ``position="learned"``), ``char_embedding`` (a
     ``CharacterEmbedding``), ``word_and_char`` (their sum), ``embedding_dropout``,
     ``encoder_block_{i}``, ``encoder_norm``, ``upos_logits`` and, with ``use_crf``,
-    ``upos_crf`` (likewise ``xpos_logits``/``xpos_crf``).
+    ``upos_crf`` (likewise ``xpos_logits``/``xpos_crf``; ``feats_logits`` and
+    ``lemma_logits``, never with a CRF).
 
     Args:
         config: a :class:`TaggerConfig`.
@@ -95,7 +96,8 @@ def build_tagger(config):
         head the output is a dict ``{"upos": ..., "xpos": ...}``. The outputs carry the padding
         mask as their Keras implicit mask (losses and metrics read it): ``words != 0`` (or a
         word with characters; ``zoo.data.TaggerVocabulary`` gives every word both, padding
-        neither). Outputs at padding are meaningless (zero for the CRF).
+        neither). Outputs at padding are meaningless (zero for the CRF). With more heads
+        (``config.heads``) the output is a dict of them.
 
     Example:
         >>> from zoo.models.tagger import get_config
@@ -145,7 +147,7 @@ def build_tagger(config):
     if config.normalize_first:
         x = keras.layers.LayerNormalization(epsilon=1e-5, name="encoder_norm")(x)
 
-    outputs = _head(x, config, "upos", config.num_tags)
-    if config.num_xpos_tags:
-        outputs = {"upos": outputs, "xpos": _head(x, config, "xpos", config.num_xpos_tags)}
+    outputs = {head: _head(x, config, head, getattr(config, HEAD_SIZES[head]))
+               for head in config.heads}  # fmt: skip
+    outputs = outputs if len(outputs) > 1 else outputs["upos"]
     return keras.Model({"words": words, "chars": chars}, outputs, name="tagger")

@@ -5,14 +5,20 @@ from dataclasses import dataclass, replace
 from zoo.models.presets import from_presets
 from zoo.models.training_config import TrainingConfig
 
-__all__ = ["HEADS", "NUM_UPOS_TAGS", "POSITIONS", "PRESETS", "TaggerConfig", "get_config"]
+__all__ = ["CRF_HEADS", "HEAD_SIZES", "HEADS", "NUM_UPOS_TAGS", "POSITIONS", "PRESETS", "TaggerConfig", "get_config"]
 
 POSITIONS = ("relative", "learned")
 # len(zoo.data.UPOS_TAGS). zoo.data is imported only where labels are encoded: it loads TensorFlow,
 # and the model must build on the JAX backend without it.
 NUM_UPOS_TAGS = 17
 
-HEADS = ("upos", "xpos")  # the outputs a tagger may have, in this order
+HEADS = ("upos", "xpos", "feats", "lemma")  # the outputs a tagger may have, in this order
+# The config field of each head's class count (0: no such head); UPOS always has its 17.
+HEAD_SIZES = {"upos": "num_tags", "xpos": "num_xpos_tags", "feats": "num_feats_tags",
+              "lemma": "num_lemma_scripts"}  # fmt: skip
+# The heads that use_crf puts a CRF on. FEATS bundles and lemma scripts run to thousands of
+# classes, and a CRF's (B, T, K, K) potentials would not fit: theirs are softmax heads.
+CRF_HEADS = ("upos", "xpos")
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,11 @@ class TaggerConfig(TrainingConfig):
         num_tags: K, the UPOS tags (17, :data:`zoo.data.UPOS_TAGS`).
         num_xpos_tags: the XPOS tags of a second head (``vocabulary.num_xpos_tags``); 0 means
             no XPOS head.
+        num_feats_tags: the FEATS bundles of a features head (whole bundles as one class, as
+            UDPipe 2 and UDify predict them); 0 means none.
+        num_lemma_scripts: the lemma edit scripts of a lemma head; 0 means none. The head set,
+            :attr:`TaggerConfig.heads`, is the heads with a nonzero count (``--xpos``,
+            ``--feats``, ``--lemmas`` set them to 1; the vocabulary sets the real counts).
 
     Model:
         d_model, num_heads, ff_dim, num_layers: sizes and depth of the encoder (pre-LN blocks
@@ -44,8 +55,9 @@ class TaggerConfig(TrainingConfig):
             over the characters of a word (``char_filters`` filters of each width when
             ``char_kernel_size`` is a tuple of widths), a max over them, a projection to
             ``d_model``.
-        use_crf: a CRF head (the model outputs potentials ``(B, T, K, K)``; train with
-            ``zoo.layers.CRFLoss``, decode with Viterbi) instead of softmax logits ``(B, T, K)``.
+        use_crf: CRF heads for UPOS and XPOS (the model outputs potentials ``(B, T, K, K)``;
+            train with ``zoo.layers.CRFLoss``, decode with Viterbi) instead of softmax logits
+            ``(B, T, K)``; the FEATS and lemma heads are softmax heads either way.
 
     Data (recorded in the workdir and the export; read from a UD file name, or given):
         language: the treebank's language (``en``).
@@ -66,6 +78,8 @@ class TaggerConfig(TrainingConfig):
     max_length: int = 256
     num_tags: int = NUM_UPOS_TAGS
     num_xpos_tags: int = 0
+    num_feats_tags: int = 0
+    num_lemma_scripts: int = 0
     d_model: int = 128
     num_heads: int = 4
     ff_dim: int = 512
@@ -92,6 +106,14 @@ class TaggerConfig(TrainingConfig):
             raise ValueError(f"Unknown position {self.position!r}; expected one of {POSITIONS}.")
         if self.max_word_length < 3:
             raise ValueError("max_word_length counts both word-boundary markers; it must be >= 3.")
+
+    @property
+    def heads(self):
+        """The tagger's heads, in :data:`HEADS` order: ``"upos"`` and those with classes."""
+        return tuple(head for head in HEADS if getattr(self, HEAD_SIZES[head]))
+
+    def head_uses_crf(self, head):
+        return self.use_crf and head in CRF_HEADS
 
 
 # `small` is the EWT model: it must reach >= 95% UPOS on the test split within 20 minutes of

@@ -1,5 +1,5 @@
-"""Score a tagger on a UD English-EWT split, per head (UPOS, XPOS), overall and on OOV words;
-or on any CoNLL-U file with the CoNLL 2018 shared task's figures."""
+"""Score a tagger on a UD English-EWT split, per head (UPOS, XPOS, FEATS, lemma), overall and on
+OOV words; or on any CoNLL-U file with the CoNLL 2018 shared task's figures."""
 
 import json
 import os
@@ -11,9 +11,12 @@ from zoo.data.tagger_vocabulary import OOV_ID
 from zoo.evaluation.conll18 import conll18_scores
 from zoo.evaluation.tagging import tagging_accuracy
 from zoo.models.tagger import tagger_heads
-from zoo.tasks.tagging.search import tag_sentences
+from zoo.tasks.tagging.search import tag_columns
 
 __all__ = ["CONLL18_FIGURES", "evaluate_tagger", "evaluate_tagger_file"]
+
+_FIELDS = {"upos": "upos", "xpos": "xpos", "feats": "feats", "lemma": "lemmas"}  # of a Sentence
+_COLUMNS = {"upos": "UPOS", "xpos": "XPOS", "feats": "FEATS", "lemma": "LEMMA"}
 
 
 def evaluate_tagger(
@@ -33,7 +36,8 @@ def evaluate_tagger(
             (word, gold and predicted tags, a blank line between sentences); None writes
             nothing.
         sentences: the ``Sentence`` objects to tag; the EWT split by default.
-        heads: the heads to score; ``("upos", "xpos")`` when the model has an XPOS head.
+        heads: the heads to score; by default all the model's (``"upos"``, and any of
+            ``"xpos"``, ``"feats"``, ``"lemma"``).
         verbose: draw a progress bar of the tagging on stderr (one per head).
 
     Returns:
@@ -44,10 +48,10 @@ def evaluate_tagger(
         heads = tuple(tagger_heads(model))
     words = [list(s.words) for s in sentences]
     oov = [[vocabulary.word_id(w) == OOV_ID for w in sentence] for sentence in words]
-    report, predictions = {"split": split}, {}
+    report = {"split": split}
+    predictions = tag_columns(model, vocabulary, words, verbose=verbose)
     for head in heads:
-        predictions[head] = tag_sentences(model, vocabulary, words, head=head, verbose=verbose)
-        gold = [list(getattr(s, head)) for s in sentences]
+        gold = [list(getattr(s, _FIELDS[head])) for s in sentences]
         report[head] = tagging_accuracy(gold, predictions[head], oov)
     if output_dir:
         os.makedirs(output_dir, exist_ok=True)
@@ -60,7 +64,7 @@ def evaluate_tagger(
                 for t, word in enumerate(sentence.words):
                     columns = [word]
                     for head in heads:
-                        columns += [getattr(sentence, head)[t], predictions[head][i][t]]
+                        columns += [getattr(sentence, _FIELDS[head])[t], predictions[head][i][t]]
                     f.write("\t".join([*columns, str(int(oov[i][t]))]) + "\n")
                 f.write("\n")
     return report
@@ -68,17 +72,18 @@ def evaluate_tagger(
 
 # The CoNLL 2018 figures and the heads each needs; a figure whose head the model lacks is not
 # reported (its column is blank in the predicted file, which would score nothing real).
-CONLL18_FIGURES = {"UPOS": ("upos",), "XPOS": ("xpos",)}
+CONLL18_FIGURES = {"UPOS": ("upos",), "XPOS": ("xpos",), "UFeats": ("feats",),
+                   "AllTags": ("upos", "xpos", "feats"), "Lemmas": ("lemma",)}  # fmt: skip
 
 
 def evaluate_tagger_file(model, vocabulary, path, output_dir=None, verbose=False):
     """Tag the words of a CoNLL-U file (gold tokenization) and score them as the CoNLL 2018
-    shared task does (:func:`zoo.evaluation.conll18_scores`), plus the accuracy on words
-    without an embedding (OOV).
+    shared task does (:func:`zoo.evaluation.conll18_scores`), plus UPOS on the words without an
+    embedding (OOV) and on the words that training never had (unseen).
 
     The predicted file is the gold file with the model's columns filled and the tag columns
-    it has no head for (XPOS without an XPOS head, FEATS, LEMMA) blanked to ``_``, so that no
-    gold value reaches the scores. Its name in ``output_dir`` is the gold file's stem with
+    it has no head for (XPOS, FEATS, LEMMA) blanked to ``_``, so that no gold value reaches the
+    scores. Its name in ``output_dir`` is the gold file's stem with
     ``.predicted.conllu``; the scores go to ``.json`` beside it.
 
     Args:
@@ -90,14 +95,15 @@ def evaluate_tagger_file(model, vocabulary, path, output_dir=None, verbose=False
         verbose: draw a progress bar of the tagging on stderr.
 
     Returns:
-        ``{"file", "words", "figures": {name: accuracy}, "oov": {...}, "predicted"}``; the
-        figures are those of :data:`CONLL18_FIGURES` whose heads the model has.
+        ``{"file", "words", "figures": {name: accuracy}, "oov": {...}, "unseen": {...},
+        "predicted"}``; the figures are those of :data:`CONLL18_FIGURES` whose heads the
+        model has; ``"unseen"`` is None when the vocabulary does not list its training words
+        (one saved before it did).
     """
     heads = tuple(tagger_heads(model))
     gold = list(iter_conllu(path))
     words = [list(sentence.words) for sentence in gold]
-    predictions = {head: tag_sentences(model, vocabulary, words, head=head, verbose=verbose)
-                   for head in heads}  # fmt: skip
+    predictions = tag_columns(model, vocabulary, words, verbose=verbose)
     stem = os.path.basename(os.fspath(path)).removesuffix(".gz").removesuffix(".conllu")
     with tempfile.TemporaryDirectory() as scratch:
         folder = output_dir or scratch
@@ -107,9 +113,8 @@ def evaluate_tagger_file(model, vocabulary, path, output_dir=None, verbose=False
             for i, sentence in enumerate(gold):
                 count = len(sentence.word_lines)
                 columns = {column: ("_",) * count for column in ("XPOS", "FEATS", "LEMMA")}
-                columns["UPOS"] = predictions["upos"][i]
-                if "xpos" in predictions:
-                    columns["XPOS"] = predictions["xpos"][i]
+                for head, values in predictions.items():
+                    columns[_COLUMNS[head]] = values[i]
                 f.write(sentence.filled(**columns).text())
         scores = conll18_scores(path, predicted)
         oov = [[vocabulary.word_id(w) == OOV_ID for w in sentence] for sentence in words]
@@ -120,9 +125,19 @@ def evaluate_tagger_file(model, vocabulary, path, output_dir=None, verbose=False
             "figures": {name: scores[name] for name, needs in CONLL18_FIGURES.items()
                         if set(needs) <= set(heads)},  # fmt: skip
             "oov": tagging_accuracy(upos, predictions["upos"], oov),
+            "unseen": _unseen_accuracy(vocabulary, words, upos, predictions["upos"]),
             "predicted": predicted if output_dir else None,
         }
         if output_dir:
             with open(os.path.join(output_dir, f"{stem}.json"), "w") as f:
                 json.dump(report, f, indent=2)
     return report
+
+
+def _unseen_accuracy(vocabulary, words, gold, predicted):
+    """UPOS accuracy on the words that the training data never had (None: not known)."""
+    if vocabulary.seen_in_training("") is None:
+        return None
+    unseen = [[not vocabulary.seen_in_training(w) for w in sentence] for sentence in words]
+    scores = tagging_accuracy(gold, predicted, unseen)
+    return {"unseen_accuracy": scores["oov_accuracy"], "unseen_tokens": scores["oov_tokens"]}

@@ -27,7 +27,7 @@ from zoo.layers import crf_decode
 from zoo.models.tagger import tagger_heads
 from zoo.progress import Progress
 
-__all__ = ["predict_tags", "tag_sentences", "tagger_window", "tagging_windows"]
+__all__ = ["predict_tags", "tag_columns", "tag_sentences", "tagger_window", "tagging_windows"]
 
 
 def _positive_int(value, name):
@@ -100,7 +100,8 @@ def predict_tags(model, inputs, batch_size=64):
         batch_size: sentences per model call.
 
     Returns:
-        ``(N, T)`` int32 tag ids, 0 at padding; a dict of them when the model has an XPOS head.
+        ``(N, T)`` int32 tag ids, 0 at padding; a dict ``{head: ids}`` when the model has more
+        heads than UPOS.
 
     Example:
         >>> from zoo.data import TaggerVocabulary
@@ -125,7 +126,7 @@ def predict_tags(model, inputs, batch_size=64):
         head: np.concatenate(parts) if parts else np.zeros(words.shape, "int32")
         for head, parts in batches.items()
     }
-    return ids if "xpos" in ids else ids["upos"]
+    return ids if len(ids) > 1 else ids["upos"]
 
 
 def tagger_window(model, vocabulary, window=None, head="upos"):
@@ -136,7 +137,7 @@ def tagger_window(model, vocabulary, window=None, head="upos"):
         vocabulary: its :class:`zoo.data.TaggerVocabulary`.
         window: the most words per model call; defaults to the model's ``max_length`` (the
             positions of its ``word_embedding`` layer, stored in the ``.keras`` file).
-        head: ``"upos"``, or ``"xpos"`` for a model with an XPOS head.
+        head: ``"upos"``, or another head of the model (``"xpos"``, ``"feats"``, ``"lemma"``).
 
     Returns:
         The window, an ``int``.
@@ -171,11 +172,12 @@ def tagger_window(model, vocabulary, window=None, head="upos"):
         raise ValueError(
             f"The model's UPOS head has {heads['upos'].num_tags} tags; UPOS has {len(UPOS_TAGS)}."
         )
-    if "xpos" in heads and heads["xpos"].num_tags != vocabulary.num_xpos_tags:
-        raise ValueError(
-            f"The model's XPOS head has {heads['xpos'].num_tags} tags but the vocabulary "
-            f"{vocabulary.num_xpos_tags} XPOS tags: not its vocabulary."
-        )
+    for name, spec in heads.items():
+        if name != "upos" and spec.num_tags != len(vocabulary.classes(name)):
+            raise ValueError(
+                f"The model's {name.upper()} head has {spec.num_tags} classes but the vocabulary "
+                f"{len(vocabulary.classes(name))}: not its vocabulary."
+            )
     if head not in heads:
         raise ValueError(f"head={head!r}: the model has the heads {sorted(heads)}.")
     if window is None:
@@ -206,8 +208,10 @@ def tag_sentences(
         sentences: a list of sentences, each a list (or tuple) of words (``str``).
         window: the most words per model call; defaults to the model's ``max_length``.
         batch_size: the most windows per model call.
-        head: ``"upos"`` (tags of :data:`zoo.data.UPOS_TAGS`) or ``"xpos"`` (tags of
-            ``vocabulary.xpos_tags``, for a model with an XPOS head).
+        head: ``"upos"`` (tags of :data:`zoo.data.UPOS_TAGS`), or another head of the model:
+            ``"xpos"`` and ``"feats"`` (the vocabulary's tags and bundles), ``"lemma"`` (the
+            lemmas that the predicted edit scripts make of the words; a word whose script
+            does not apply is its own lemma).
         verbose: draw a progress bar over the windows on stderr.
 
     Returns:
@@ -227,33 +231,48 @@ def tag_sentences(
         >>> [len(t) for t in tags]
         [3, 0, 200]
     """
-    window = tagger_window(model, vocabulary, window, head)
+    return _tag(model, vocabulary, sentences, window, batch_size, (head,), verbose)[head]
+
+
+def tag_columns(model, vocabulary, sentences, window=None, batch_size=64, verbose=False):
+    """Every head of the model on ``sentences`` in one pass: ``{head: tags}``, each as
+    :func:`tag_sentences` gives that head's (a lemma head gives lemmas)."""
+    heads = tuple(tagger_heads(model))
+    return _tag(model, vocabulary, sentences, window, batch_size, heads, verbose)
+
+
+def _tag(model, vocabulary, sentences, window, batch_size, heads, verbose):
+    for head in heads:
+        window = tagger_window(model, vocabulary, window, head)
     batch_size = _positive_int(batch_size, "batch_size")
     if isinstance(sentences, str):
         raise TypeError("tag_sentences() takes a list of sentences, each a list of words.")
     sentences = [_words(sentence) for sentence in sentences]
-    names = UPOS_TAGS if head == "upos" else vocabulary.xpos_tags
 
     # Every window: (sentence, the words it reads, the slice of its tags that is kept).
     windows = []
     for index, words in enumerate(sentences):
         for start, first, end in tagging_windows(len(words), window):
             windows.append((index, words[start : start + window], first - start, end - start))
-    tags = [None] * len(windows)
+    tags = {head: [None] * len(windows) for head in heads}
     order = sorted(range(len(windows)), key=lambda w: len(windows[w][1]))  # less padding
     progress = Progress(len(windows), enabled=verbose, unit="windows")
     for begin in range(0, len(order), batch_size):
         chunk = order[begin : begin + batch_size]
         encoded = vocabulary.encode([windows[w][1] for w in chunk])
         ids = predict_tags(model, encoded, batch_size=len(chunk))
-        ids = ids[head] if isinstance(ids, dict) else ids  # (N, T)
-        for w, row in zip(chunk, ids):
-            _, _, first, end = windows[w]
-            tags[w] = [names[t] for t in row[first:end]]
+        ids = ids if isinstance(ids, dict) else {"upos": ids}  # (N, T) per head
+        for head in heads:
+            names = vocabulary.classes(head)
+            for w, row in zip(chunk, ids[head]):
+                _, words, first, end = windows[w]
+                tags[head][w] = vocabulary.column_values(
+                    head, words[first:end], [names[t] for t in row[first:end]])
         progress.add(len(chunk))
-    result = [[] for _ in sentences]
-    for (index, _, _, _), kept in zip(windows, tags):  # windows in sentence order
-        result[index].extend(kept)
+    result = {head: [[] for _ in sentences] for head in heads}
+    for head in heads:
+        for (index, _, _, _), kept in zip(windows, tags[head]):  # windows in sentence order
+            result[head][index].extend(kept)
     return result
 
 

@@ -1,12 +1,11 @@
-"""The tagger's SavedModel: :class:`TaggerServing` (whitespace tokens, the vocabulary lookups,
-the windows and the Viterbi decode, all in the graph) and :func:`export_tagger`. The signature
-and how to serve it: ``saved_models/README.md``.
+"""The tagger's SavedModel: :class:`TaggerServing` (whitespace tokens or given tokens, the
+vocabulary lookups, the windows, the Viterbi decode and the lemma edit scripts, all in the graph)
+and :func:`export_tagger`. The signatures and how to serve them: ``saved_models/README.md``.
 """
 
 import tensorflow as tf
 
 from zoo.artifacts import SERVING_VERSION, TAGGER_VOCABULARY_FILE
-from zoo.data.conllu import UPOS_TAGS
 from zoo.data.tagger_vocabulary import BOW_ID, EOW_ID, FIRST_CHAR_ID, FIRST_WORD_ID, OOV_ID, PAD_ID
 from zoo.data.utf8 import repair_utf8
 from zoo.export.folder import float32_model, save_serving, write_export
@@ -14,9 +13,14 @@ from zoo.layers import crf_decode
 from zoo.models.tagger import tagger_heads
 from zoo.tasks.tagging.search import tagger_window
 
-__all__ = ["PYTHON_WHITESPACE", "TaggerServing", "export_tagger", "window_plan"]
+__all__ = ["OUTPUT_NAMES", "PYTHON_WHITESPACE", "TaggerServing", "export_tagger", "window_plan"]
 
 _SENTENCES = tf.TensorSpec([None], tf.string, name="sentences")
+_TOKENS = tf.TensorSpec([None, None], tf.string, name="tokens")
+_LENGTHS = tf.TensorSpec([None], tf.int32, name="lengths")
+# The output of each head: UPOS tags keep the name of the first signature's only head.
+OUTPUT_NAMES = {"upos": "tags", "xpos": "xpos_tags", "feats": "feats", "lemma": "lemmas"}
+_CASINGS = "ltuk"  # the casing classes of zoo.data.lemma_scripts, by index
 # The characters for which Python's str.isspace() is true: those that str.split() splits on.
 PYTHON_WHITESPACE = (
     "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
@@ -62,6 +66,77 @@ def _lowercase(words):
     return tf.strings.unsorted_segment_join(joined, row, tf.size(words))  # (N,)
 
 
+def _script_table(scripts):
+    """The fields of each lemma edit script (``zoo.data.lemma_scripts``), as constants indexed
+    by script id: absolute or not, the absolute lemma, the casing, the cuts, prefix, suffix."""
+    fields = {"absolute": [], "lemma": [], "casing": [], "start": [], "end": [], "prefix": [],
+              "suffix": []}  # fmt: skip
+    for script in scripts or ["="]:
+        absolute = script.startswith("=")
+        if absolute:
+            casing, start, end, prefix_length, rest = "l", 0, 0, 0, ""
+        else:
+            casing, start, end, prefix_length, rest = script.split(":", 4)
+        values = (absolute, script[1:] if absolute else "", _CASINGS.index(casing), int(start),
+                  int(end), rest[: int(prefix_length)], rest[int(prefix_length):])  # fmt: skip
+        for name, value in zip(fields, values):
+            fields[name].append(value)
+    return {name: tf.constant(values) for name, values in fields.items()}
+
+
+def _join_by_row(pieces, rows, count):
+    """The strings of ``pieces`` joined per row: row ``r`` of ``count`` gets those with
+    ``rows == r``, in order."""
+    return tf.strings.unsorted_segment_join(pieces, rows, count)
+
+
+def _apply_scripts(words, script_ids, table):
+    """:func:`zoo.data.lemma_scripts.apply_lemma_script` in TensorFlow: the lemma that each
+    word's predicted script makes of it, the word itself where the script does not apply.
+
+    Args:
+        words: ``tf.string`` ``(N,)``, valid UTF-8.
+        script_ids: ``(N,)`` int32, indices of the vocabulary's lemma scripts.
+        table: :func:`_script_table` of those scripts.
+    """
+    field = {name: tf.gather(values, script_ids) for name, values in table.items()}
+    lowered = _lowercase(words)
+    length = tf.strings.length(lowered, unit="UTF8_CHAR")
+    applies = field["start"] + field["end"] < length
+    # substr fails on a position past the end: where the script does not apply, cut nothing.
+    kept = tf.strings.substr(lowered, tf.where(applies, field["start"], 0),
+                             tf.maximum(length - field["start"] - field["end"], 0),
+                             unit="UTF8_CHAR")  # fmt: skip
+    result = tf.strings.join([field["prefix"], kept, field["suffix"]])  # (N,), lowercase
+    upper = tf.strings.upper(result, encoding="utf-8")
+    result_length = tf.strings.length(result, unit="UTF8_CHAR")
+    zeros, ones = tf.zeros_like(result_length), tf.ones_like(result_length)
+    title = tf.strings.join([
+        tf.strings.upper(tf.strings.substr(result, zeros, ones, unit="UTF8_CHAR"),
+                         encoding="utf-8"),
+        tf.strings.substr(result, tf.minimum(ones, result_length), result_length,
+                          unit="UTF8_CHAR"),
+    ])  # fmt: skip
+    # Keep: a character upper where the form's character at its position is upper (one whose
+    # lowercase differs), on the flat characters (see encode for why not ragged broadcasting).
+    chars = tf.strings.unicode_split(result, "UTF-8")  # (N, None)
+    form_chars = tf.strings.unicode_split(words, "UTF-8")
+    form_upper = tf.not_equal(tf.strings.lower(form_chars.flat_values, encoding="utf-8"),
+                              form_chars.flat_values)  # fmt: skip
+    position = tf.ragged.range(chars.row_lengths()).flat_values
+    row = tf.searchsorted(chars.row_splits[1:], tf.range(tf.size(position, tf.int64)), "right")
+    in_form = position < tf.gather(form_chars.row_lengths(), row)
+    where = tf.where(in_form, tf.gather(form_chars.row_starts(), row) + position, 0)
+    flag = in_form & tf.gather(tf.concat([form_upper, [False]], 0), where)
+    cased = tf.where(flag, tf.strings.upper(chars.flat_values, encoding="utf-8"),
+                     chars.flat_values)  # fmt: skip
+    keep = _join_by_row(cased, row, tf.size(words))
+    by_casing = tf.stack([result, title, upper, keep], axis=1)  # (N, 4)
+    cased_result = tf.gather(by_casing, field["casing"], batch_dims=1)
+    lemma = tf.where(applies, cased_result, words)
+    return tf.where(field["absolute"], field["lemma"], lemma)
+
+
 def window_plan(lengths, window):
     """The windows of sentences of ``lengths`` tokens: ``tagging_windows`` in TensorFlow.
 
@@ -105,7 +180,8 @@ class TaggerServing(tf.Module):
     """A tagger and its vocabulary as a ``tf.Module``: sentences in, tags out, in-graph.
 
     Its ``tag`` function is the ``serving_default`` signature of the SavedModel written by
-    :meth:`save` (the contract is in ``saved_models/README.md``). It traces in plain
+    :meth:`save`, and ``tag_tokens`` the ``tag_tokens`` signature, for tokens given one by one
+    (a UD FORM may hold a space); the contract is in ``saved_models/README.md``. It traces in plain
     TensorFlow graph mode. The module tracks the model's variables and the vocabulary's lookup
     tables, not the Keras model itself, so the SavedModel holds no Keras objects.
 
@@ -118,7 +194,8 @@ class TaggerServing(tf.Module):
 
     Attributes:
         window: the setting above, an ``int``.
-        heads: ``("upos",)`` or ``("upos", "xpos")``.
+        heads: the model's heads, ``("upos",)`` and any of ``"xpos"``, ``"feats"``,
+            ``"lemma"``; each gives the output :data:`OUTPUT_NAMES` names.
         model_variables: the model's variables, tracked for the SavedModel.
         word_table, char_table: the vocabulary's lookup tables (``tf.lookup.StaticHashTable``).
 
@@ -142,12 +219,14 @@ class TaggerServing(tf.Module):
         self.model_variables = list(model.variables)
         self.word_table = _lookup_table(vocabulary.words, FIRST_WORD_ID)
         self.char_table = _lookup_table(vocabulary.chars, FIRST_CHAR_ID)
-        self._tag_names = {"upos": tuple(UPOS_TAGS), "xpos": tuple(vocabulary.xpos_tags)}
+        self._tag_names = {head: tuple(vocabulary.classes(head)) for head in self.heads}
+        if "lemma" in self.heads:
+            self._scripts = _script_table(vocabulary.lemma_scripts)
         self._lowercase = vocabulary.lowercase
         self._max_word_length = vocabulary.max_word_length
         self._model = _Hidden(model)
 
-    # ------------------------------------------------------------------ the signature
+    # ------------------------------------------------------------------ the signatures
     @tf.function(input_signature=[_SENTENCES], autograph=False)
     def tag(self, sentences):
         """``serving_default``: one tag per whitespace-separated token.
@@ -157,11 +236,39 @@ class TaggerServing(tf.Module):
 
         Returns:
             ``{"tags": tf.string [B, T], "lengths": tf.int32 [B], "tokens": tf.string [B, T]}``
-            (and ``"xpos_tags": tf.string [B, T]`` with an XPOS head): the UPOS tags and the
-            tokens of each sentence, padded with ``""`` after its ``lengths[i]`` tokens.
+            and one output per other head (``"xpos_tags"``, ``"feats"``, ``"lemmas"``:
+            :data:`OUTPUT_NAMES`): the UPOS tags and the tokens of each sentence, padded with
+            ``""`` after its ``lengths[i]`` tokens.
         """
         texts = tf.strings.regex_replace(repair_utf8(sentences), _WHITESPACE_RUN, " ")
-        tokens = tf.strings.split(texts)  # (B, None): splits on " ", drops empty tokens
+        return self._outputs(tf.strings.split(texts))  # splits on " ", drops empty tokens
+
+    @tf.function(input_signature=[_TOKENS, _LENGTHS], autograph=False)
+    def tag_tokens(self, tokens, lengths):
+        """``tag_tokens``: one tag per given token, for text tokenized already (a CoNLL-U
+        file's FORMs, which may hold spaces).
+
+        Args:
+            tokens: ``tf.string`` ``[B, T]``, the tokens of each sentence (any bytes; an
+                invalid UTF-8 sequence becomes U+FFFD), padded after its length.
+            lengths: ``tf.int32`` ``[B]``, the tokens of each sentence (0 to T).
+
+        Returns:
+            The outputs of ``serving_default``, for these tokens.
+        """
+        count = tf.cast(tf.shape(tokens)[1], tf.int32)
+        checks = [
+            tf.debugging.assert_equal(tf.shape(lengths)[0], tf.shape(tokens)[0],
+                                      message="lengths needs one length per row of tokens"),
+            tf.debugging.assert_non_negative(lengths, message="a length is negative"),
+            tf.debugging.assert_less_equal(lengths, count,
+                                           message="a length is more than the tokens given"),
+        ]  # fmt: skip
+        with tf.control_dependencies(checks):
+            tokens = tf.RaggedTensor.from_tensor(repair_utf8(tokens), lengths=lengths)
+        return self._outputs(tokens)
+
+    def _outputs(self, tokens):
         lengths = tokens.row_lengths()  # (B,) int64
         words = tokens.flat_values  # (N,): every token of the request
         tag_ids = tf.cond(
@@ -174,18 +281,22 @@ class TaggerServing(tf.Module):
             "lengths": tf.cast(lengths, tf.int32),
         }
         for head, ids in zip(self.heads, tag_ids):
-            names = tf.gather(tf.constant(self._tag_names[head], tf.string), ids)  # (N,)
+            if head == "lemma":
+                names = _apply_scripts(words, ids, self._scripts)  # (N,)
+            else:
+                names = tf.gather(tf.constant(self._tag_names[head], tf.string), ids)  # (N,)
             tags = tf.RaggedTensor.from_row_lengths(names, lengths, validate=False)
-            outputs["tags" if head == "upos" else "xpos_tags"] = tags.to_tensor(default_value="")
+            outputs[OUTPUT_NAMES[head]] = tags.to_tensor(default_value="")
         return outputs
 
     @property
     def signatures(self):
-        """The SavedModel's signatures: ``{"serving_default": self.tag}``."""
-        return {"serving_default": self.tag}
+        """The SavedModel's signatures: ``serving_default`` (:meth:`tag`) and
+        ``tag_tokens`` (:meth:`tag_tokens`)."""
+        return {"serving_default": self.tag, "tag_tokens": self.tag_tokens}
 
     def save(self, path):
-        """Write the SavedModel with its ``serving_default`` signature to ``path``; return it."""
+        """Write the SavedModel with its signatures to ``path``; return it."""
         return save_serving(self, path, self.signatures)
 
     # ------------------------------------------------------------------ the graph
@@ -255,8 +366,9 @@ def export_tagger(model, vocabulary, output_dir, window=None, verbose=False,
 
     The SavedModel's ``serving_default`` maps ``sentences`` (``tf.string [None]``) to ``tags``
     (``tf.string [B, T]``, padded with ``""``), ``lengths`` (``tf.int32 [B]``), ``tokens``
-    (``tf.string [B, T]``) and, with an XPOS head, ``xpos_tags``; the module docstring of
-    ``saved_models/README.md`` states the contract (UTF-8 repair, whitespace tokens,
+    (``tf.string [B, T]``) and one output per other head (``xpos_tags``, ``feats``,
+    ``lemmas``); ``tag_tokens`` takes ``tokens`` (``tf.string [B, T]``) and ``lengths``
+    (``tf.int32 [B]``) instead. ``saved_models/README.md`` states the contract (UTF-8 repair, whitespace tokens,
     windows for long sentences, no tags for an empty sentence). Everything is checked before
     anything is written.
 

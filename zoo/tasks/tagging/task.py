@@ -1,10 +1,12 @@
-"""The tagging task: UPOS (and optionally XPOS) on any UD treebank with the encoder-only tagger.
+"""The tagging task: UPOS, and optionally XPOS, FEATS and lemmas, on any UD treebank with the
+encoder-only tagger.
 
 Data: the CoNLL-U files of ``--train`` and ``--valid`` (:class:`zoo.data.Treebank`), by default
 the bundled UD English-EWT, in word-budget batches with word dropout. Vocabulary: words and
-characters of the training sentences (:class:`TaggerVocabulary`), which fix the model's input
-sizes. Model: :func:`zoo.models.build_tagger` with a CRF or softmax head per tag set; the epoch
-with the best dev accuracy is kept. Evaluation: accuracy overall and on OOV words, or the CoNLL
+characters of the training sentences, and the classes of each head (:class:`TaggerVocabulary`),
+which fix the model's sizes. Model: :func:`zoo.models.build_tagger` with a CRF or softmax head
+per column; the epoch with the best dev UPOS accuracy is kept, or with more heads the best dev
+AllTags. Evaluation: accuracy overall and on OOV words, or the CoNLL
 2018 figures of a file. Prediction: words, or a CoNLL-U file filled in. Export: ``model.keras``,
 ``vocabulary.json`` and a sentences-to-tags SavedModel.
 """
@@ -18,10 +20,11 @@ from zoo.data import TaggerVocabulary, Treebank, load_ud_english_ewt
 from zoo.data.conllu import iter_conllu
 from zoo.data.tagging_pipeline import make_tagging_dataset
 from zoo.layers import CRFAccuracy, CRFLoss
-from zoo.models.tagger import PRESETS, TaggerConfig, build_tagger, tagger_heads
+from zoo.models.tagger import HEAD_SIZES, PRESETS, TaggerConfig, build_tagger
 from zoo.tasks.tagging.evaluation import evaluate_tagger, evaluate_tagger_file
-from zoo.tasks.tagging.search import tag_sentences
+from zoo.tasks.tagging.search import tag_columns, tag_sentences
 from zoo.tasks.tagging.serving import export_tagger
+from zoo.tasks.tagging.validation import ValidationAllTags
 from zoo.tasks.task import EvaluationFiles, Task
 from zoo.training.losses import MaskedSparseCrossEntropy
 from zoo.training.metrics import MaskedAccuracy
@@ -30,6 +33,9 @@ from zoo.training.optimizer import make_optimizer
 __all__ = ["CONLLU_WINDOW", "TaggingTask"]
 
 CONLLU_WINDOW = 2_000  # sentences of a CoNLL-U file tagged together (zoo tag --conllu)
+# The flag that asks for each head beyond UPOS, and the CoNLL-U column it predicts.
+HEAD_FLAGS = {"xpos": "--xpos", "feats": "--feats", "lemma": "--lemmas"}
+HEAD_COLUMNS = {"upos": "UPOS", "xpos": "XPOS", "feats": "FEATS", "lemma": "LEMMA"}
 
 
 def _batched(items, size):
@@ -43,11 +49,16 @@ def _batched(items, size):
         yield batch
 
 
+def _share(what, accuracy, words):
+    return f"{what} {'-' if accuracy is None else f'{accuracy:.2f}'} ({words} words)"
+
+
 class TaggingTask(Task):
     """Train, evaluate, export and run a :func:`~zoo.models.build_tagger` model.
 
-    A config with a nonzero ``num_xpos_tags`` asks for an XPOS head; the vocabulary sets the
-    real count. The tagger keeps the epoch with the best dev UPOS accuracy.
+    A config with a nonzero ``num_xpos_tags``, ``num_feats_tags`` or ``num_lemma_scripts`` asks
+    for that head; the vocabulary sets the real counts. The tagger keeps the epoch with the
+    best dev UPOS accuracy, or with more heads the best dev AllTags (``val_alltags``).
     """
 
     name = "tagger"
@@ -83,11 +94,22 @@ class TaggingTask(Task):
         return {"language": config.language, "treebank": config.treebank}
 
     def make_vocabulary(self, config, workdir, train_data, verbose=False):
+        """The vocabulary of the training sentences; a head asked of a column that they leave
+        blank (``_`` throughout) is refused, naming the column."""
+        for head in config.heads[1:]:
+            field = "lemmas" if head == "lemma" else head
+            if all(value == "_" for s in train_data for value in getattr(s, field)):
+                raise ValueError(
+                    f"{HEAD_FLAGS[head]}: the training data's {HEAD_COLUMNS[head]} column is "
+                    f"blank ('_' throughout): there is nothing for a {head} head to learn"
+                )
         vocabulary = TaggerVocabulary.build(
             train_data,
             min_count=config.min_word_count,
             lowercase=config.lowercase,
             max_word_length=config.max_word_length,
+            feats=bool(config.num_feats_tags),
+            lemmas=bool(config.num_lemma_scripts),
         )
         with written_atomically(os.path.join(workdir, TAGGER_VOCABULARY_FILE)) as temporary:
             vocabulary.save(temporary)
@@ -96,23 +118,19 @@ class TaggingTask(Task):
         return TaggerVocabulary.load(os.path.join(folder, TAGGER_VOCABULARY_FILE))
 
     def resolve_config(self, config, vocabulary):
-        """The sizes that the vocabulary fixes: words, characters and, for an XPOS head, tags."""
+        """The sizes that the vocabulary fixes: words, characters and each head's classes."""
         overrides = vocabulary.config_overrides()
-        if config.num_xpos_tags:
-            overrides["num_xpos_tags"] = vocabulary.num_xpos_tags
+        for head in config.heads[1:]:
+            overrides[HEAD_SIZES[head]] = len(vocabulary.classes(head))
         return dataclasses.replace(config, **overrides)
 
     def dataset(self, config, vocabulary, data, training, jit_compile=False, batch_multiple=1,
                 epoch=None):
-        """Training data must have only the vocabulary's tags (it was made from them);
+        """Training data must have only the vocabulary's classes (it was made from them);
         validation data may have tags that training never saw: each is scored as an error,
         and their count is said on stderr."""
-        if not training and config.num_xpos_tags:
-            unseen = sum(tag not in vocabulary.xpos_tags for s in data for tag in s.xpos)
-            if unseen:
-                print(f"the validation data has {unseen} XPOS tag(s) that the training data "
-                      "never had: each is scored as an error", file=sys.stderr, flush=True)
-        return make_tagging_dataset(
+        unseen = {}
+        dataset = make_tagging_dataset(
             data,
             vocabulary,
             batch_tokens=config.batch_tokens,
@@ -120,12 +138,20 @@ class TaggingTask(Task):
             shuffle=training,
             seed=0,
             word_dropout=config.word_dropout if training else 0.0,
-            xpos=bool(config.num_xpos_tags),
+            heads=config.heads,
             pad_to_bucket=jit_compile,
             batch_multiple=batch_multiple,
             epoch=epoch,
             unseen_tags="error" if not training else "raise",
+            unseen_counts=unseen,
         )
+        for head, count in unseen.items():
+            if count:
+                what = "lemma(s) whose edit script" if head == "lemma" else (
+                    f"{HEAD_COLUMNS[head]} tag(s) that")  # fmt: skip
+                print(f"the validation data has {count} {what} the training data never had: "
+                      "each is scored as an error", file=sys.stderr, flush=True)
+        return dataset
 
     def build_model(self, config):
         return build_tagger(config)
@@ -138,15 +164,15 @@ class TaggingTask(Task):
         Both read the padding mask from the model's outputs (their Keras implicit mask).
         """
 
-        def loss_and_metric():
-            if config.use_crf:
+        def loss_and_metric(head):
+            if config.head_uses_crf(head):
                 return CRFLoss(), CRFAccuracy(name="accuracy")
             # Every label id is a real tag (0 is ADJ): padding is known only from the mask.
             loss = MaskedSparseCrossEntropy(label_smoothing=config.label_smoothing, pad_id=-1)
             return loss, MaskedAccuracy(name="accuracy")
 
-        heads = ["upos", "xpos"] if config.num_xpos_tags else ["upos"]
-        pairs = {head: loss_and_metric() for head in heads}
+        heads = config.heads
+        pairs = {head: loss_and_metric(head) for head in heads}
         if len(heads) == 1:
             loss, metrics = pairs["upos"][0], [pairs["upos"][1]]
         else:
@@ -157,22 +183,32 @@ class TaggingTask(Task):
         )
         return model
 
+    def metric_callbacks(self, config, vocabulary, validation_data):
+        if len(config.heads) == 1:
+            return []
+        return [ValidationAllTags(vocabulary, validation_data)]
+
     def best_metric(self, config):
-        return "val_upos_accuracy" if config.num_xpos_tags else "val_accuracy"
+        return "val_alltags" if len(config.heads) > 1 else "val_accuracy"
 
     def evaluate(self, model, vocabulary, split, output_dir, verbose=False):
         if isinstance(split, EvaluationFiles):  # zoo evaluate --gold F: the CoNLL 2018 figures
             report = evaluate_tagger_file(model, vocabulary, split.source, output_dir,
                                           verbose=verbose)  # fmt: skip
             figures = "  ".join(f"{name} {value:.2f}" for name, value in report["figures"].items())
-            oov = report["oov"]
-            oov_accuracy = "-" if oov["oov_accuracy"] is None else f"{oov['oov_accuracy']:.2f}"
-            return [f"{split.source}: {figures} ({report['words']} words, gold tokenization; "
-                    f"UPOS on OOV words {oov_accuracy}, {oov['oov_tokens']} words); predicted "
-                    f"file {report['predicted']}"]  # fmt: skip
+            oov, unseen = report["oov"], report["unseen"]
+            upos_on = [_share("OOV", oov["oov_accuracy"], oov["oov_tokens"])]
+            if unseen is None:
+                upos_on.append("words unseen in training: not recorded by this vocabulary")
+            else:
+                upos_on.append(_share("unseen in training", unseen["unseen_accuracy"],
+                                      unseen["unseen_tokens"]))  # fmt: skip
+            return [f"{split.source}: {figures} ({report['words']} words, gold tokenization); "
+                    f"UPOS on words {'; on '.join(upos_on)}; predicted file "
+                    f"{report['predicted']}"]  # fmt: skip
         report = evaluate_tagger(model, vocabulary, split, output_dir, verbose=verbose)
         lines = []
-        for head in ("upos", "xpos"):
+        for head in HEAD_COLUMNS:
             if head in report:
                 scores = report[head]
                 lines.append(
@@ -184,16 +220,15 @@ class TaggingTask(Task):
 
     def predict_file(self, model, vocabulary, source, output, verbose=False):
         """Tag a CoNLL-U file (a path, or a binary stream) and write it to ``output`` with
-        UPOS (and XPOS, with an XPOS head) filled: every other byte as it was, the columns
-        to predict may be ``_``. Read in windows of :data:`CONLLU_WINDOW` sentences, so that
+        the columns of the model's heads filled (UPOS, and XPOS, FEATS, LEMMA): every other
+        byte as it was, the columns to predict may be ``_``. Read in windows of :data:`CONLLU_WINDOW` sentences, so that
         memory stays bounded whatever the file's length."""
-        heads = tuple(tagger_heads(model))
         done = 0
         for window in _batched(iter_conllu(source, require_upos=False), CONLLU_WINDOW):
             words = [list(sentence.words) for sentence in window]
-            tags = {head: tag_sentences(model, vocabulary, words, head=head) for head in heads}
+            tags = tag_columns(model, vocabulary, words)
             for i, sentence in enumerate(window):
-                columns = {head.upper(): tags[head][i] for head in heads}
+                columns = {HEAD_COLUMNS[head]: values[i] for head, values in tags.items()}
                 output.write(sentence.filled(**columns).text().encode("utf-8"))
             output.flush()
             done += len(window)
