@@ -103,6 +103,14 @@ def cmd_evaluate(args):
         splits = [EvaluationFiles(args.source, tuple(args.reference), languages.get("target"))]
     elif getattr(args, "gold", None):  # a tagged file: the words to tag and their gold tags
         splits = [EvaluationFiles(args.gold, (args.gold,))]
+    else:  # the bundled splits score a model of their own languages only
+        recorded, bundled = read_languages(args.workdir), task.languages(task.config_class())
+        if recorded and bundled and recorded != bundled:
+            raise ValueError(
+                f"{args.workdir} is a {describe_languages(recorded)} model and the bundled "
+                f"splits are {describe_languages(bundled)}: name the file(s) to score (zoo "
+                f"evaluate {task.name} --help)"
+            )
     options = {name: value for name, value in _options(args, args.task_options).items()
                if name not in EVALUATION_OPTIONS}  # fmt: skip
     for split in splits:
