@@ -88,3 +88,31 @@ def test_vocabulary_json_round_trip(tmp_path):
     path.write_text(json.dumps({"words": []}))
     with pytest.raises(ValueError, match="not a TaggerVocabulary file"):
         TaggerVocabulary.load(path)
+
+
+def test_head_classes_rare_words_and_the_json_round_trip(tmp_path):
+    """FEATS bundles and lemma scripts are kept when asked; every training word is known
+    (seen_in_training), those without an id too; all of it survives save and load, and a
+    file saved before rare words were kept loads with seen_in_training None."""
+    tagged = [Sentence(("Cats", "ran"), ("NOUN", "VERB"), ("NNS", "VBD"),
+                       lemmas=("cat", "run"), feats=("Number=Plur", "_"))]  # fmt: skip
+    vocabulary = TaggerVocabulary.build(tagged, min_count=2, feats=True, lemmas=True)
+    assert vocabulary.classes("feats") == ("Number=Plur", "_")
+    assert vocabulary.classes("upos") == UPOS_TAGS and len(vocabulary.classes("lemma")) == 2
+    # A script applied to its form; one that would cut the whole form leaves the form itself.
+    assert vocabulary.column_values("lemma", ["Dogs", "s"], ["l:0:1:0:", "l:0:1:0:"]) == [
+        "dog", "s"]
+    assert vocabulary.column_values("feats", ["Dogs"], ["Number=Plur"]) == ["Number=Plur"]
+    assert vocabulary.words == () and vocabulary.rare_words == ("cats", "ran")
+    assert vocabulary.seen_in_training("CATS") and not vocabulary.seen_in_training("dogs")
+    path = tmp_path / "vocabulary.json"
+    vocabulary.save(path)
+    assert TaggerVocabulary.load(path) == vocabulary
+    assert TaggerVocabulary.build(tagged).classes("feats") == ()  # not asked: none kept
+    old = json.loads(path.read_text(encoding="utf-8"))
+    for key in ("feats_tags", "lemma_scripts", "rare_words"):
+        del old[key]
+    path.write_text(json.dumps(old), encoding="utf-8")
+    assert TaggerVocabulary.load(path).seen_in_training("cats") is None
+    with pytest.raises(ValueError, match="Unknown tagger head 'deprel'"):
+        vocabulary.classes("deprel")

@@ -101,3 +101,26 @@ def test_an_xpos_tag_that_training_never_saw_is_an_error_label_in_validation_onl
     assert labels["xpos"].numpy().tolist() == [[vocabulary.xpos_tags.index("DT"), -1]]
     with pytest.raises(ValueError, match="unseen_tags must be"):
         make_tagging_dataset([seen], vocabulary, unseen_tags="skip")
+
+
+def test_feats_and_lemma_labels_and_their_unseen_classes():
+    """Every head's labels: FEATS bundles as classes, the lemma as its edit script (so a new
+    word of a known pattern has a known label); classes training never had are counted."""
+    train = Sentence(("cats", "ran"), ("NOUN", "VERB"), ("NNS", "VBD"),
+                     lemmas=("cat", "run"), feats=("Number=Plur", "Tense=Past"))  # fmt: skip
+    dev = Sentence(("dogs", "went"), ("NOUN", "VERB"), ("NNS", "VBD"), sent_id="d1",
+                   lemmas=("dog", "go"), feats=("Number=Plur", "Mood=Ind|Tense=Past"))
+    vocabulary = TaggerVocabulary.build([train], min_count=1, feats=True, lemmas=True)
+    heads = ("upos", "xpos", "feats", "lemma")
+    counts = {}
+    ds = make_tagging_dataset([dev], vocabulary, heads=heads, shuffle=False,
+                              unseen_tags="error", unseen_counts=counts)  # fmt: skip
+    (_, labels), = list(ds)
+    assert set(labels) == set(heads)
+    assert labels["feats"].numpy().tolist() == [[vocabulary.feats_tags.index("Number=Plur"), -1]]
+    # "dogs" -> "dog" is the script of "cats" -> "cat"; "went" -> "go" is new.
+    script = vocabulary.lemma_scripts.index(vocabulary.gold_classes("lemma", train)[0])
+    assert labels["lemma"].numpy().tolist() == [[script, -1]]
+    assert counts == {"upos": 0, "xpos": 0, "feats": 1, "lemma": 1}
+    with pytest.raises(ValueError, match="'d1'.*feats tag 'Mood=Ind|Tense=Past'"):
+        make_tagging_dataset([dev], vocabulary, heads=heads, shuffle=False)

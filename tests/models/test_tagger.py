@@ -221,3 +221,20 @@ def test_builds_and_trains_on_the_jax_backend():
 def test_docstring_examples_run():
     result = doctest.testmod(tagger_build, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_feats_and_lemma_heads_are_softmax_heads_even_with_a_crf(tmp_path):
+    """config.heads follows the class counts; FEATS and lemma heads never get a CRF (their K
+    runs to thousands), and tagger_heads reads every head back from a .keras file."""
+    config = _tiny(use_crf=True, num_xpos_tags=3, num_feats_tags=7, num_lemma_scripts=11)
+    assert config.heads == ("upos", "xpos", "feats", "lemma")
+    assert _tiny(num_lemma_scripts=2).heads == ("upos", "lemma")
+    model = build_tagger(config)
+    outputs = model(_inputs(SENTENCES))
+    assert outputs["upos"].shape == (4, 5, 17, 17) and outputs["xpos"].shape == (4, 5, 3, 3)
+    assert outputs["feats"].shape == (4, 5, 7) and outputs["lemma"].shape == (4, 5, 11)
+    expected = {"upos": TaggerHead(17, True), "xpos": TaggerHead(3, True),
+                "feats": TaggerHead(7, False), "lemma": TaggerHead(11, False)}  # fmt: skip
+    assert tagger_heads(model) == expected
+    model.save(tmp_path / "tagger.keras")
+    assert tagger_heads(keras.models.load_model(tmp_path / "tagger.keras")) == expected

@@ -305,3 +305,18 @@ def test_verbose_draws_a_progress_bar_on_stderr(crf_model, vocabulary, dev, caps
     assert loud == quiet and out == ""
     windows = sum(len(tagging_windows(len(words), MAX_LENGTH)) for words in sentences)
     assert f"{windows}/{windows}" in err and "windows" in err
+
+
+def test_alltags_counts_a_word_right_when_every_tag_head_is():
+    """AllTags as the CoNLL 2018 script counts it: UPOS, XPOS and the universal features all
+    right; a layered feature (Number[psor]) is not compared; heads the model lacks are not."""
+    from zoo.data import Sentence
+    from zoo.tasks.tagging.validation import alltags_accuracy
+
+    gold = [Sentence(("a", "b", "c", "d"), ("DET", "NOUN", "VERB", "X"), ("DT", "NN", "VB", "X"),
+                     feats=("_", "Number=Sing|Number[psor]=Plur", "Tense=Past", "_"))]
+    predicted = {"upos": [["DET", "NOUN", "VERB", "X"]], "xpos": [["DT", "NN", "VB", "FW"]],
+                 "feats": [["_", "Number=Sing", "Tense=Pres", "_"]]}  # fmt: skip
+    assert alltags_accuracy(gold, predicted) == 50.0  # a, b right; c's feats, d's XPOS wrong
+    del predicted["feats"]
+    assert alltags_accuracy(gold, predicted) == 75.0
