@@ -679,22 +679,28 @@ def _import_commands(quiet):
     return cli
 
 
+_QUIETED = []  # one entry once quiet_native_logs has redirected file descriptor 2
+
+
 def quiet_native_logs():
     """Keep TensorFlow's and XLA's C++ log lines off the terminal for the rest of the process,
     while Python's ``sys.stderr`` (progress, warnings, errors) still reaches it. Call it before
-    importing TensorFlow. It does nothing where ``TF_CPP_MIN_LOG_LEVEL`` is set already: by a
-    user who chose what to see, or by an earlier call.
+    importing TensorFlow. It steps aside where the user asked to see those logs
+    (``TF_CPP_MIN_LOG_LEVEL`` at 0 or 1; ``zoo --debug`` does not call it), where an earlier call
+    quieted them, and where TensorFlow is imported already (too late: a test's process).
 
-    ``TF_CPP_MIN_LOG_LEVEL`` alone does not do it: the CUDA probes of TensorFlow's shared
-    libraries write through absl before the setting is read, and TensorFlow 2.20 logs XLA's
-    first compile whatever it says. So file descriptor 2, where C++ writes, goes to /dev/null,
-    and ``sys.stderr`` writes to a copy of the terminal's. Subprocesses inherit the /dev/null:
-    pass them ``stderr=sys.stderr``. A C++ abort's last words go with it (``zoo --debug``
-    keeps them).
+    ``TF_CPP_MIN_LOG_LEVEL`` alone does not do it, at 3 either: the CUDA probes of TensorFlow's
+    shared libraries write through absl before the setting is read, and TensorFlow 2.20 logs
+    XLA's first compile whatever it says. So file descriptor 2, where C++ writes, goes to
+    /dev/null, and ``sys.stderr`` writes to a copy of the terminal's. Subprocesses inherit the
+    /dev/null: pass them ``stderr=sys.stderr``. A C++ abort's last words go with it (``zoo
+    --debug`` keeps them).
     """
-    if "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+    level = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+    if _QUIETED or level in ("0", "1") or "tensorflow" in sys.modules:
         return
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = level or "3"
+    _QUIETED.append(True)
     sys.stderr.flush()
     terminal = os.dup(2)
     null = os.open(os.devnull, os.O_WRONLY)
