@@ -67,7 +67,7 @@ def test_export_writes_the_version_tf_serving_reads(tmp_path, capsys):
     out = tmp_path / "tagger"
     main(["export", "tagger", "--workdir", SHIPPED_TAGGER, "--output", str(out),
           "--serving-version", "3"])  # fmt: skip
-    assert sorted(os.listdir(out)) == ["model.keras", "serving", "vocabulary.json"]
+    assert sorted(os.listdir(out)) == ["languages.json", "model.keras", "serving", "vocabulary.json"]
     assert os.listdir(out / "serving") == ["3"]
     assert os.path.isfile(out / "serving" / "3" / "saved_model.pb")
     assert capsys.readouterr().out.strip() == f"exported to {out}"

@@ -220,10 +220,9 @@ def test_bad_treebanks_get_one_line_and_lose_nothing(russian, tmp_path, capsys):
     assert "--gold scores a file" in line
     ru = tmp_path / "ru"  # a model of another treebank: EWT's splits would score nothing real
     ru.mkdir()
-    for name in os.listdir(SHIPPED_TAGGER):
-        if not os.path.isdir(os.path.join(SHIPPED_TAGGER, name)):
-            os.symlink(os.path.join(SHIPPED_TAGGER, name), ru / name)
-    (ru / DATA_FILE).write_text(json.dumps({"languages": {"language": "ru", "treebank": "RULE"}}))
+    for name in ("model.keras", "vocabulary.json"):
+        os.symlink(os.path.join(SHIPPED_TAGGER, name), ru / name)
+    (ru / LANGUAGES_FILE).write_text(json.dumps({"language": "ru", "treebank": "RULE"}))
     line = refused("evaluate", "tagger", "--workdir", str(ru))
     assert "is a ru (UD RULE) model and the bundled splits are en (UD EWT)" in line
 

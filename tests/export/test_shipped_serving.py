@@ -70,7 +70,7 @@ def test_every_signature_of_every_shipped_model_is_documented():
         ("translator-en-de", "translate_beam"), ("translator-en-de", "translate_xla"),
         ("translator-en-de", "translate_greedy_xla"), ("nat-en-de", "serving_default"),
         ("nat-en-de", "translate_refined"), ("nat-en-de", "translate_xla"),
-        ("tagger-en-ewt", "serving_default"),
+        ("tagger-en-ewt", "serving_default"), ("tagger-en-ewt", "tag_tokens"),
     }  # fmt: skip
 
 
