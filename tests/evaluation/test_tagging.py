@@ -48,6 +48,12 @@ def test_evaluate_tagger_scores_the_tags_and_writes_them(tmp_path, capsys):
         assert json.load(f) == report
     with open(tmp_path / "dev.tags.tsv", encoding="utf-8") as f:
         rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
-    assert rows[0] == ["word", "gold_upos", "predicted_upos", "oov"]
+    heads = ["upos", "xpos", "feats", "lemma"]  # the shipped tagger has every head
+    assert sorted(report) == sorted(heads + ["split"])
+    assert rows[0] == ["word", *(f"{side}_{head}" for head in heads
+                                 for side in ("gold", "predicted")), "oov"]  # fmt: skip
     assert len(rows) - 1 == report["upos"]["tokens"]
-    assert rows[1] == [sentences[0].words[0], sentences[0].upos[0], predicted[0][0], str(int(oov[0][0]))]
+    first = sentences[0]
+    assert rows[1][:3] == [first.words[0], first.upos[0], predicted[0][0]]
+    assert rows[1][5] == first.feats[0] and rows[1][7] == first.lemmas[0]  # gold FEATS, LEMMA
+    assert rows[1][-1] == str(int(oov[0][0]))
