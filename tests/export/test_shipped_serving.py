@@ -111,3 +111,14 @@ def test_the_check_fails_on_a_model_that_drops_an_input():
 
     with pytest.raises(AssertionError):
         serving_fuzz.check_batch(drops_the_last.get_concrete_function(), "translations", [b"a", b"b"])
+
+
+def test_every_shipped_model_warms_up_its_plain_signatures(saved):
+    """Each SavedModel carries TF Serving's warm-up file: one request per plain signature, none
+    for an _xla one (a server without XLA would fail the model's load); each request runs."""
+    from tests.export.test_warmup import replay_warmup
+
+    for name, loaded in saved.items():
+        requests = replay_warmup(os.path.join(SAVED_MODELS, name, "serving", "1"), loaded)
+        plain = sorted(s for s in loaded.signatures if not s.endswith("_xla"))
+        assert sorted(signature for signature, _ in requests) == plain, name

@@ -20,6 +20,7 @@ from zoo.artifacts import (
     serving_path,
     written_atomically,
 )
+from zoo.export.warmup import WARMUP_FILE, write_warmup_file
 from zoo.progress import Progress
 
 __all__ = ["float32_model", "save_serving", "write_export"]
@@ -53,7 +54,7 @@ def float32_model(model):
     return copy
 
 
-def save_serving(module, path, signatures, progress=None, assets_extra=None):
+def save_serving(module, path, signatures, progress=None, assets_extra=None, warmup=None):
     """Trace each of ``signatures`` (name -> ``tf.function`` of ``module``), then save.
 
     Tracing is the slow part of an export; doing it signature by signature lets ``progress``
@@ -62,8 +63,9 @@ def save_serving(module, path, signatures, progress=None, assets_extra=None):
     so a trace made outside it would be made again inside (twice the time; TensorFlow has no
     public way to enter that context). The SavedModel is written beside ``path`` and renamed
     into place, so a server watching the folder never loads a half-written one, and
-    ``assets_extra`` (file name -> bytes) is in its ``assets.extra/`` before that. Returns
-    ``path`` as a ``str``.
+    ``assets_extra`` (file name -> bytes) is in its ``assets.extra/`` before that, with TF
+    Serving's warm-up file of the ``warmup`` requests (``[(signature, inputs)]``,
+    :mod:`zoo.export.warmup`) when given. Returns ``path`` as a ``str``.
     """
     options = tf.saved_model.SaveOptions()
     with save_context.save_context(options):
@@ -74,11 +76,13 @@ def save_serving(module, path, signatures, progress=None, assets_extra=None):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with written_atomically(path) as temporary:
         tf.saved_model.save(module, temporary, signatures=signatures, options=options)
-        if assets_extra:
+        if assets_extra or warmup:
             os.makedirs(os.path.join(temporary, ASSETS_EXTRA_DIR))
-            for name, data in assets_extra.items():
-                with open(os.path.join(temporary, ASSETS_EXTRA_DIR, name), "wb") as f:
-                    f.write(data)
+        for name, data in (assets_extra or {}).items():
+            with open(os.path.join(temporary, ASSETS_EXTRA_DIR, name), "wb") as f:
+                f.write(data)
+        if warmup:
+            write_warmup_file(os.path.join(temporary, ASSETS_EXTRA_DIR, WARMUP_FILE), warmup)
     if progress is not None:
         progress.add(1)
     return os.fspath(path)
@@ -101,6 +105,9 @@ def write_export(output_dir, model, vocabulary_file, write_vocabulary, serving, 
             TF Serving serves the highest version of its base path, ``serving/``).
         assets_extra: file name -> bytes, written in the SavedModel's ``assets.extra/`` (what
             a server reads beside the model: the languages) and beside the model here.
+
+    The SavedModel's ``assets.extra/`` also gets TF Serving's warm-up file, of the serving
+    module's ``warmup_requests()`` (:mod:`zoo.export.warmup`), where it has them.
     """
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise ValueError(f"version must be a positive integer, got {version!r}.")
@@ -119,5 +126,7 @@ def write_export(output_dir, model, vocabulary_file, write_vocabulary, serving, 
         with written_atomically(os.path.join(output_dir, name)) as temporary:
             with open(temporary, "wb") as f:
                 f.write(data)
-    save_serving(serving, serving_path(output_dir, version), signatures, progress, assets_extra)
+    warmup = serving.warmup_requests() if hasattr(serving, "warmup_requests") else None
+    save_serving(serving, serving_path(output_dir, version), signatures, progress, assets_extra,
+                 warmup)  # fmt: skip
     return output_dir

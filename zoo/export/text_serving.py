@@ -15,6 +15,7 @@ from zoo.export.folder import float32_model, save_serving, write_export
 __all__ = ["STRINGS", "TextServing", "export_text_serving", "positive_int"]
 
 STRINGS = tf.TensorSpec([None], tf.string, name="inputs")  # the ``inputs`` of every signature
+WARMUP_SENTENCE = "A dog runs through the snow."  # what the warm-up file translates
 
 
 def positive_int(value, name):
@@ -115,6 +116,17 @@ class TextServing(tf.Module):
     def save(self, path):
         """Write the SavedModel with :attr:`signatures` to ``path``; return ``path``."""
         return save_serving(self, path, self.signatures)
+
+    def warmup_requests(self):
+        """The requests of the export's warm-up file (:mod:`zoo.export.warmup`): each plain
+        signature once, a sentence at batch 1. Not the ``_xla`` ones: those compile per shape,
+        and fail on a server started without XLA, which would fail the model's load."""
+        return [(name, self.warmup_inputs(name)) for name in self.signatures
+                if not name.endswith("_xla")]  # fmt: skip
+
+    def warmup_inputs(self, name):
+        """The inputs of signature ``name``'s warm-up request (a subclass adds its own)."""
+        return {"inputs": [WARMUP_SENTENCE]}
 
     def translate_with(self, inputs, method, xla=False, **kwargs):
         """``inputs`` (``tf.string`` ``[None]``) translated in the graph by the search

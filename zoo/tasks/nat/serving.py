@@ -3,6 +3,7 @@
 the translator's export. The signatures and how to serve them: ``saved_models/README.md``.
 """
 
+import numpy as np
 import tensorflow as tf
 
 from zoo.artifacts import SERVING_VERSION
@@ -140,6 +141,12 @@ class NATServing(TextServing):
             "translate_refined": self.translate_refined,
             "translate_xla": self.translate_xla,
         }
+
+    def warmup_inputs(self, name):
+        inputs = super().warmup_inputs(name)
+        if name == "translate_refined":
+            return {**inputs, "iterations": np.int32(4), "length_beam": np.int32(3)}
+        return inputs
 
     # ------------------------------------------------------------------ the graph
     def _refined(self, inputs, iterations, length_beam, xla=False):

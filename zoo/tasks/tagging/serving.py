@@ -3,6 +3,7 @@ vocabulary lookups, the windows, the Viterbi decode and the lemma edit scripts, 
 and :func:`export_tagger`. The signatures and how to serve them: ``saved_models/README.md``.
 """
 
+import numpy as np
 import tensorflow as tf
 
 from zoo.artifacts import SERVING_VERSION, TAGGER_VOCABULARY_FILE
@@ -298,6 +299,14 @@ class TaggerServing(tf.Module):
     def save(self, path):
         """Write the SavedModel with its signatures to ``path``; return it."""
         return save_serving(self, path, self.signatures)
+
+    def warmup_requests(self):
+        """The requests of the export's warm-up file (:mod:`zoo.export.warmup`): each
+        signature once."""
+        tokens = ["A", "dog", "runs", "through", "the", "snow", "."]
+        lengths = np.array([len(tokens)], "int32")
+        return [("serving_default", {"sentences": [" ".join(tokens)]}),
+                ("tag_tokens", {"tokens": [tokens], "lengths": lengths})]
 
     # ------------------------------------------------------------------ the graph
     def encode(self, words):

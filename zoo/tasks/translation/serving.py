@@ -7,6 +7,7 @@ them: ``saved_models/README.md``.
 import math
 import numbers
 
+import numpy as np
 import tensorflow as tf
 
 from zoo.artifacts import SERVING_VERSION
@@ -149,6 +150,10 @@ class TranslatorServing(TextServing):
             "translate_xla": self.translate_xla,
             "translate_greedy_xla": self.translate_greedy_xla,
         }
+
+    def warmup_inputs(self, name):
+        inputs = super().warmup_inputs(name)
+        return {**inputs, "beam_size": np.int32(4)} if name == "translate_beam" else inputs
 
     # ------------------------------------------------------------------ the graph
     def _translate(self, inputs, method, beam_size, xla=False):
