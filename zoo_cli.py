@@ -167,6 +167,10 @@ COPY_MECHANISM = flag("--copy-mechanism", action="store_true",
 SERVING_VERSION = flag("--serving-version", dest="version", type=positive_int, metavar="N",
                        help="write the SavedModel to serving/N/, TF Serving's version folder "
                        "(default 1)")
+WARMUP_XLA = flag("--warmup-xla", action="store_true",
+                  help="the warm-up file also compiles every program of the _xla signatures, for "
+                  "a server started with --xla_cpu_compilation_enabled=true (it then fails to "
+                  "load on one without)")
 
 
 class CorpusFlag(argparse.Action):
@@ -268,7 +272,7 @@ TASKS = {
             flag("--beam-size", type=positive_int, help="beams (default 4)"),
             ALPHA,
         ),
-        "export": (SERVING_VERSION, ALPHA),
+        "export": (SERVING_VERSION, ALPHA, WARMUP_XLA),
     },
     "tagger": {
         "help": "the UD tagger: UPOS, and XPOS, FEATS, lemmas (your UD treebank; UD "
@@ -330,7 +334,7 @@ TASKS = {
         ),
         "evaluate": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH, *EVALUATION_FILES),
         "predict_flags": (ITERATIONS, LENGTH_BEAM, RESCORE_WITH),
-        "export": (SERVING_VERSION,),
+        "export": (SERVING_VERSION, WARMUP_XLA),
     },
     "transliterator": {
         "help": "the translator on a rule-made monotonic character task (long inputs too)",
@@ -353,7 +357,7 @@ TASKS = {
             flag("--method", choices=("greedy", "beam"), help="search (default greedy)"),
             flag("--beam-size", type=positive_int, help="beams (default 4)"),
         ),
-        "export": (SERVING_VERSION,),
+        "export": (SERVING_VERSION, WARMUP_XLA),
     },
 }
 

@@ -43,4 +43,7 @@ def tokenizer(model, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def export_dir(model, tokenizer, tmp_path_factory):
-    return export_translator(model, tokenizer, tmp_path_factory.mktemp("export") / "translator")
+    # With the XLA warm-up (tests/export/test_warmup.py counts its compiles); loading the
+    # SavedModel does not replay it, so the other tests see the same model.
+    return export_translator(model, tokenizer, tmp_path_factory.mktemp("export") / "translator",
+                             warmup_xla=True)

@@ -3,7 +3,11 @@ tests read them back with protobuf's own parser, from message types built here f
 Serving's .proto definitions (prediction_log.proto, predict.proto, model.proto), and replay them
 into the SavedModel as the server does when it loads one."""
 
+import json
 import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -11,7 +15,9 @@ import tensorflow as tf
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from tensorflow.core.framework import tensor_pb2  # noqa: F401  (registers TensorProto)
 
-from zoo.artifacts import ASSETS_EXTRA_DIR
+from tests.harness import REPO_ROOT
+from zoo.artifacts import ASSETS_EXTRA_DIR, serving_path
+from zoo.decoding.text import WARMUP_BATCH_BUCKETS
 from zoo.export.warmup import MAX_WARMUP_RECORDS, WARMUP_FILE, prediction_log, write_warmup_file
 
 _PACKAGE = "zoo_test.serving"  # not tensorflow.serving: the real protos may be registered
@@ -113,3 +119,58 @@ def test_the_file_holds_1_to_1000_requests(tmp_path):
     for count in (0, MAX_WARMUP_RECORDS + 1):
         with pytest.raises(ValueError, match="1 to 1000 requests"):
             write_warmup_file(path, [("serving_default", {"inputs": ["a"]})] * count)
+
+
+_COUNT_COMPILES = textwrap.dedent(
+    """
+    import glob, json, os, sys
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the SentencePiece ops)
+    from tests.export.test_warmup import read_warmup_requests
+
+    folder, dump = sys.argv[1], sys.argv[2]
+
+    def compiled():  # XLA dumps each program it compiles as module_NNNN.*
+        return len({os.path.basename(p).split(".")[0]
+                    for p in glob.glob(os.path.join(dump, "module_*"))})
+
+    loaded = tf.saved_model.load(folder)
+    requests = read_warmup_requests(folder)
+    for name, inputs in requests:  # as TF Serving replays the file at load
+        specs = loaded.signatures[name].structured_input_signature[1]
+        loaded.signatures[name](**{k: tf.constant(v, specs[k].dtype) for k, v in inputs.items()})
+    warm = compiled()
+    xla = sorted({name for name, _ in requests if name.endswith("_xla")})
+    texts = sorted({inputs["inputs"][0] for name, inputs in requests if name in xla})
+    calls = 0
+    for name in xla:
+        for rows in range(1, 65):
+            for text in texts:
+                loaded.signatures[name](inputs=tf.constant([text] * rows))
+                calls += 1
+    print(json.dumps({"requests": len(requests), "warm": warm, "after": compiled(),
+                      "calls": calls, "xla": xla, "lengths": len(texts)}))
+    """
+)
+
+
+def test_after_the_xla_warm_up_no_request_compiles(export_dir, tmp_path):
+    """A tiny translator exported with the XLA warm-up (16 source positions: padded lengths
+    8 and 16): the file compiles every program of its _xla signatures; then requests of every
+    batch size from 1 to 64 at every padded length, through both, compile nothing. Counted
+    from XLA's dumps (a loaded signature has one concrete function; XLA compiles per shape
+    beneath it)."""
+    dump = tmp_path / "xla_dump"
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="3",
+               XLA_FLAGS=f"--xla_dump_to={dump}")  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", _COUNT_COMPILES, serving_path(str(export_dir)), str(dump)],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-4000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    programs = len(WARMUP_BATCH_BUCKETS) * 2 * 2  # batch buckets x lengths x signatures
+    assert report["xla"] == ["translate_greedy_xla", "translate_xla"]
+    assert report["lengths"] == 2 and report["requests"] == 3 + programs  # 3 plain signatures
+    assert report["warm"] >= programs, report  # each program compiled (a stage may be 2)
+    assert report["after"] == report["warm"], report  # nothing more: 256 calls, 0 compiles

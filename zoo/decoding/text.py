@@ -22,6 +22,8 @@ __all__ = [
 # model -> {settings: compiled function}; a model's functions go when the model goes.
 _COMPILED = weakref.WeakKeyDictionary()
 LENGTH_BUCKET = 8  # source lengths are padded to a multiple of this, to bound recompiles
+# The batch buckets of bucketed() up to 64 rows: what an export's XLA warm-up covers.
+WARMUP_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
 
 
 def output_length(source_ids, limit=None):
@@ -118,6 +120,12 @@ def translate_strings(inputs, tokenizer, search, max_input_length=None):
 def round_up(n):
     """``n`` (an int or an int tensor) rounded up to a multiple of ``LENGTH_BUCKET``."""
     return (n + LENGTH_BUCKET - 1) // LENGTH_BUCKET * LENGTH_BUCKET
+
+
+def padded_length(length, source_limit=None):
+    """The width :func:`bucketed` pads a batch of sources of ``length`` tokens to (Python)."""
+    padded = max(round_up(length), LENGTH_BUCKET)
+    return padded if source_limit is None else max(min(padded, source_limit), length)
 
 
 def translate_sentences(

@@ -89,7 +89,7 @@ def save_serving(module, path, signatures, progress=None, assets_extra=None, war
 
 
 def write_export(output_dir, model, vocabulary_file, write_vocabulary, serving, verbose=False,
-                 version=SERVING_VERSION, assets_extra=None):
+                 version=SERVING_VERSION, assets_extra=None, warmup=None):
     """Write an export folder; return its path.
 
     Args:
@@ -105,9 +105,8 @@ def write_export(output_dir, model, vocabulary_file, write_vocabulary, serving, 
             TF Serving serves the highest version of its base path, ``serving/``).
         assets_extra: file name -> bytes, written in the SavedModel's ``assets.extra/`` (what
             a server reads beside the model: the languages) and beside the model here.
-
-    The SavedModel's ``assets.extra/`` also gets TF Serving's warm-up file, of the serving
-    module's ``warmup_requests()`` (:mod:`zoo.export.warmup`), where it has them.
+        warmup: the requests of TF Serving's warm-up file in the SavedModel's
+            ``assets.extra/`` (``[(signature, inputs)]``, :mod:`zoo.export.warmup`).
     """
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise ValueError(f"version must be a positive integer, got {version!r}.")
@@ -126,7 +125,6 @@ def write_export(output_dir, model, vocabulary_file, write_vocabulary, serving, 
         with written_atomically(os.path.join(output_dir, name)) as temporary:
             with open(temporary, "wb") as f:
                 f.write(data)
-    warmup = serving.warmup_requests() if hasattr(serving, "warmup_requests") else None
     save_serving(serving, serving_path(output_dir, version), signatures, progress, assets_extra,
                  warmup)  # fmt: skip
     return output_dir

@@ -9,7 +9,13 @@ import tensorflow as tf
 
 from zoo.artifacts import SENTENCEPIECE_FILE, SERVING_VERSION
 from zoo.data.sentencepiece_vocab import PAD_ID, SentencePieceTokenizer
-from zoo.decoding.text import bucketed, translate_strings, xla_compiled
+from zoo.decoding.text import (
+    WARMUP_BATCH_BUCKETS,
+    bucketed,
+    padded_length,
+    translate_strings,
+    xla_compiled,
+)
 from zoo.export.folder import float32_model, save_serving, write_export
 
 __all__ = ["STRINGS", "TextServing", "export_text_serving", "positive_int"]
@@ -117,12 +123,38 @@ class TextServing(tf.Module):
         """Write the SavedModel with :attr:`signatures` to ``path``; return ``path``."""
         return save_serving(self, path, self.signatures)
 
-    def warmup_requests(self):
+    def warmup_requests(self, xla=False):
         """The requests of the export's warm-up file (:mod:`zoo.export.warmup`): each plain
-        signature once, a sentence at batch 1. Not the ``_xla`` ones: those compile per shape,
-        and fail on a server started without XLA, which would fail the model's load."""
-        return [(name, self.warmup_inputs(name)) for name in self.signatures
-                if not name.endswith("_xla")]  # fmt: skip
+        signature once, a sentence at batch 1. The ``_xla`` ones compile per shape and fail
+        on a server started without XLA, which would fail the model's load: only with
+        ``xla``, one request per program they compile, each batch bucket of
+        :data:`zoo.decoding.text.WARMUP_BATCH_BUCKETS` at each padded source length of
+        :func:`zoo.decoding.bucketed` up to ``max_input_length``."""
+        requests = [(name, self.warmup_inputs(name)) for name in self.signatures
+                    if not name.endswith("_xla")]  # fmt: skip
+        if xla:
+            texts = self.bucket_sentences()
+            requests += [(name, {**self.warmup_inputs(name), "inputs": [text] * rows})
+                         for name in self.signatures if name.endswith("_xla")
+                         for rows in WARMUP_BATCH_BUCKETS for text in texts]  # fmt: skip
+        return requests
+
+    def bucket_sentences(self):
+        """One sentence per padded source length of :func:`zoo.decoding.bucketed`, shortest
+        first: the warm-up sentence's words, repeated, as many as fit the length."""
+        limit = self.max_input_length
+        words, texts = WARMUP_SENTENCE.split(), {}
+        for count in range(1, 4 * limit + 1):
+            text = " ".join(words[i % len(words)] for i in range(count))
+            length = int(self.tokenizer.tokenize(tf.constant([text])).row_lengths()[0])
+            if length > limit:
+                break
+            texts.setdefault(padded_length(length, limit), text)
+        widths = sorted({padded_length(n, limit) for n in range(1, limit + 1)})
+        missing = [width for width in widths if width not in texts]
+        if missing:
+            raise ValueError(f"No warm-up sentence pads to {missing} tokens.")
+        return [texts[width] for width in widths]
 
     def warmup_inputs(self, name):
         """The inputs of signature ``name``'s warm-up request (a subclass adds its own)."""
@@ -151,10 +183,11 @@ class TextServing(tf.Module):
 
 
 def export_text_serving(model, serving, output_dir, verbose=False, version=SERVING_VERSION,
-                        assets_extra=None):
+                        assets_extra=None, warmup_xla=False):
     """Write ``model.keras``, ``sentencepiece.model`` (the tokenizer of ``serving``) and the
-    SavedModel of ``serving`` (a :class:`TextServing`) as ``version`` into ``output_dir``;
-    return its path."""
+    SavedModel of ``serving`` (a :class:`TextServing`) as ``version`` into ``output_dir``,
+    with its warm-up file (every ``_xla`` program too with ``warmup_xla``: for a server
+    started with XLA on); return its path."""
 
     def write_vocabulary(path):
         with open(path, "wb") as f:
@@ -163,4 +196,5 @@ def export_text_serving(model, serving, output_dir, verbose=False, version=SERVI
     return write_export(
         output_dir, model, SENTENCEPIECE_FILE, write_vocabulary, serving, verbose=verbose,
         version=version, assets_extra=assets_extra,
+        warmup=serving.warmup_requests(xla=warmup_xla),
     )

@@ -167,6 +167,7 @@ def export_nat(
     verbose=False,
     version=SERVING_VERSION,
     assets_extra=None,
+    warmup_xla=False,
 ):
     """Write ``model.keras``, ``sentencepiece.model`` and the ``serving/<version>/`` SavedModel of a
     non-autoregressive translator.
@@ -192,6 +193,10 @@ def export_nat(
             languages: ``zoo export`` writes them).
         version: the SavedModel's version, written to ``serving/<version>/`` (TF Serving's
             layout: ``serving/`` is the model's base path).
+        warmup_xla: the warm-up file (``assets.extra/tf_serving_warmup_requests``) also
+            compiles every program of the ``_xla`` signatures, for a server started with
+            ``--xla_cpu_compilation_enabled=true`` (the model then fails to load on one
+            without it).
 
     Returns:
         ``output_dir``, as a ``str``.
@@ -210,4 +215,4 @@ def export_nat(
         default_length_beam=default_length_beam,
     )
     return export_text_serving(model, serving, output_dir, verbose=verbose, version=version,
-                               assets_extra=assets_extra)
+                               assets_extra=assets_extra, warmup_xla=warmup_xla)

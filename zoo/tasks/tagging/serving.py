@@ -416,5 +416,5 @@ def export_tagger(model, vocabulary, output_dir, window=None, verbose=False,
     serving = TaggerServing(model, vocabulary, window=window)
     return write_export(
         output_dir, model, TAGGER_VOCABULARY_FILE, vocabulary.save, serving, verbose=verbose,
-        version=version, assets_extra=assets_extra,
+        version=version, assets_extra=assets_extra, warmup=serving.warmup_requests(),
     )

@@ -175,6 +175,7 @@ def export_translator(
     verbose=False,
     version=SERVING_VERSION,
     assets_extra=None,
+    warmup_xla=False,
 ):
     """Write ``model.keras``, ``sentencepiece.model`` and the ``serving/<version>/`` SavedModel.
 
@@ -200,6 +201,10 @@ def export_translator(
             languages: ``zoo export`` writes them).
         version: the SavedModel's version, written to ``serving/<version>/`` (TF Serving's
             layout: ``serving/`` is the model's base path).
+        warmup_xla: the warm-up file (``assets.extra/tf_serving_warmup_requests``) also
+            compiles every program of the ``_xla`` signatures, for a server started with
+            ``--xla_cpu_compilation_enabled=true`` (the model then fails to load on one
+            without it).
 
     Returns:
         ``output_dir``, as a ``str``.
@@ -237,4 +242,4 @@ def export_translator(
     )
 
     return export_text_serving(model, serving, output_dir, verbose=verbose, version=version,
-                               assets_extra=assets_extra)
+                               assets_extra=assets_extra, warmup_xla=warmup_xla)
