@@ -16,6 +16,8 @@ from zoo.data.lemma_scripts import apply_lemma_script, lemma_script
 
 __all__ = [
     "BOW_ID",
+    "HEAD_COLUMNS",
+    "HEAD_FIELDS",
     "EOW_ID",
     "FIRST_CHAR_ID",
     "FIRST_WORD_ID",
@@ -31,9 +33,10 @@ EOW_ID = 3  # the end-of-word marker
 FIRST_WORD_ID = 2  # the first vocabulary word: word ids 0 and 1 are PAD_ID and OOV_ID
 FIRST_CHAR_ID = 4  # the first vocabulary character: ids 0-3 are PAD_ID, OOV_ID, BOW_ID, EOW_ID
 _FORMAT = "zoo.TaggerVocabulary"
-# What each head predicts: the Sentence field of its gold values, and the vocabulary field of
-# its classes (UPOS has the fixed 17 of UD). The lemma head's classes are edit scripts.
-_HEAD_FIELDS = {"upos": "upos", "xpos": "xpos", "feats": "feats", "lemma": "lemmas"}
+# What each head predicts: the Sentence field of its gold values, its CoNLL-U column, and the
+# vocabulary field of its classes (UPOS has the fixed 17 of UD; the lemma's are edit scripts).
+HEAD_FIELDS = {"upos": "upos", "xpos": "xpos", "feats": "feats", "lemma": "lemmas"}
+HEAD_COLUMNS = {"upos": "UPOS", "xpos": "XPOS", "feats": "FEATS", "lemma": "LEMMA"}
 _CLASS_FIELDS = {"xpos": "xpos_tags", "feats": "feats_tags", "lemma": "lemma_scripts"}
 
 
@@ -106,7 +109,7 @@ class TaggerVocabulary:
         self._xpos_ids = {t: i for i, t in enumerate(self.xpos_tags)}
         self._rare = None  # the set of rare_words, made on first use
         self._class_ids = {
-            head: {name: i for i, name in enumerate(self.classes(head))} for head in _HEAD_FIELDS
+            head: {name: i for i, name in enumerate(self.classes(head))} for head in HEAD_FIELDS
         }
 
     @classmethod
@@ -158,13 +161,13 @@ class TaggerVocabulary:
         if head == "upos":
             return UPOS_TAGS
         if head not in _CLASS_FIELDS:
-            raise ValueError(f"Unknown tagger head {head!r}; expected one of {tuple(_HEAD_FIELDS)}.")
+            raise ValueError(f"Unknown tagger head {head!r}; expected one of {tuple(HEAD_FIELDS)}.")
         return getattr(self, _CLASS_FIELDS[head])
 
     def gold_classes(self, head, sentence):
         """The class name of each word of a :class:`~zoo.data.Sentence` for ``head``: its tag,
         or for ``"lemma"`` the edit script from its form to its lemma."""
-        values = getattr(sentence, _HEAD_FIELDS[head])
+        values = getattr(sentence, HEAD_FIELDS[head])
         return tuple(map(lemma_script, sentence.words, values)) if head == "lemma" else values
 
     def class_id(self, head, name):

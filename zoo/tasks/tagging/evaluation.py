@@ -7,7 +7,7 @@ import tempfile
 
 from zoo.data import load_ud_english_ewt
 from zoo.data.conllu import iter_conllu
-from zoo.data.tagger_vocabulary import OOV_ID
+from zoo.data.tagger_vocabulary import HEAD_COLUMNS, HEAD_FIELDS, OOV_ID
 from zoo.evaluation.conll18 import conll18_scores
 from zoo.evaluation.tagging import tagging_accuracy
 from zoo.models.tagger import tagger_heads
@@ -15,8 +15,6 @@ from zoo.tasks.tagging.search import tag_columns
 
 __all__ = ["CONLL18_FIGURES", "evaluate_tagger", "evaluate_tagger_file"]
 
-_FIELDS = {"upos": "upos", "xpos": "xpos", "feats": "feats", "lemma": "lemmas"}  # of a Sentence
-_COLUMNS = {"upos": "UPOS", "xpos": "XPOS", "feats": "FEATS", "lemma": "LEMMA"}
 
 
 def evaluate_tagger(
@@ -51,7 +49,7 @@ def evaluate_tagger(
     report = {"split": split}
     predictions = tag_columns(model, vocabulary, words, verbose=verbose)
     for head in heads:
-        gold = [list(getattr(s, _FIELDS[head])) for s in sentences]
+        gold = [list(getattr(s, HEAD_FIELDS[head])) for s in sentences]
         report[head] = tagging_accuracy(gold, predictions[head], oov)
     if output_dir:
         os.makedirs(output_dir, exist_ok=True)
@@ -64,7 +62,8 @@ def evaluate_tagger(
                 for t, word in enumerate(sentence.words):
                     columns = [word]
                     for head in heads:
-                        columns += [getattr(sentence, _FIELDS[head])[t], predictions[head][i][t]]
+                        columns += [getattr(sentence, HEAD_FIELDS[head])[t],
+                                    predictions[head][i][t]]
                     f.write("\t".join([*columns, str(int(oov[i][t]))]) + "\n")
                 f.write("\n")
     return report
@@ -114,7 +113,7 @@ def evaluate_tagger_file(model, vocabulary, path, output_dir=None, verbose=False
                 count = len(sentence.word_lines)
                 columns = {column: ("_",) * count for column in ("XPOS", "FEATS", "LEMMA")}
                 for head, values in predictions.items():
-                    columns[_COLUMNS[head]] = values[i]
+                    columns[HEAD_COLUMNS[head]] = values[i]
                 f.write(sentence.filled(**columns).text())
         scores = conll18_scores(path, predicted)
         oov = [[vocabulary.word_id(w) == OOV_ID for w in sentence] for sentence in words]

@@ -18,6 +18,7 @@ import sys
 from zoo.artifacts import TAGGER_VOCABULARY_FILE, written_atomically
 from zoo.data import TaggerVocabulary, Treebank, load_ud_english_ewt
 from zoo.data.conllu import iter_conllu
+from zoo.data.tagger_vocabulary import HEAD_COLUMNS, HEAD_FIELDS
 from zoo.data.tagging_pipeline import make_tagging_dataset
 from zoo.layers import CRFAccuracy, CRFLoss
 from zoo.models.tagger import HEAD_SIZES, PRESETS, TaggerConfig, build_tagger
@@ -33,9 +34,7 @@ from zoo.training.optimizer import make_optimizer
 __all__ = ["CONLLU_WINDOW", "TaggingTask"]
 
 CONLLU_WINDOW = 2_000  # sentences of a CoNLL-U file tagged together (zoo tag --conllu)
-# The flag that asks for each head beyond UPOS, and the CoNLL-U column it predicts.
-HEAD_FLAGS = {"xpos": "--xpos", "feats": "--feats", "lemma": "--lemmas"}
-HEAD_COLUMNS = {"upos": "UPOS", "xpos": "XPOS", "feats": "FEATS", "lemma": "LEMMA"}
+HEAD_FLAGS = {"xpos": "--xpos", "feats": "--feats", "lemma": "--lemmas"}  # beyond UPOS
 
 
 def _batched(items, size):
@@ -97,8 +96,7 @@ class TaggingTask(Task):
         """The vocabulary of the training sentences; a head asked of a column that they leave
         blank (``_`` throughout) is refused, naming the column."""
         for head in config.heads[1:]:
-            field = "lemmas" if head == "lemma" else head
-            if all(value == "_" for s in train_data for value in getattr(s, field)):
+            if all(value == "_" for s in train_data for value in getattr(s, HEAD_FIELDS[head])):
                 raise ValueError(
                     f"{HEAD_FLAGS[head]}: the training data's {HEAD_COLUMNS[head]} column is "
                     f"blank ('_' throughout): there is nothing for a {head} head to learn"

@@ -23,14 +23,13 @@ def alltags_accuracy(sentences, predicted):
         sentences: the gold :class:`zoo.data.Sentence` objects.
         predicted: ``{head: tags}`` of :func:`zoo.tasks.tagging.search.tag_columns`.
     """
-    heads = [head for head in ALLTAGS_HEADS if head in predicted]
+    heads = [head for head in ALLTAGS_HEADS if head in predicted]  # Sentence fields too
     right = words = 0
-    fields = {"upos": "upos", "xpos": "xpos", "feats": "feats"}
     for i, sentence in enumerate(sentences):
         for t in range(len(sentence.words)):
             words += 1
             right += all(
-                _compared(head, getattr(sentence, fields[head])[t])
+                _compared(head, getattr(sentence, head)[t])
                 == _compared(head, predicted[head][i][t])
                 for head in heads
             )
