@@ -106,7 +106,6 @@ class TaggerVocabulary:
             raise ValueError("TaggerVocabulary: every entry of chars must be one character.")
         self._word_ids = {w: i + FIRST_WORD_ID for i, w in enumerate(self.words)}
         self._char_ids = {c: i + FIRST_CHAR_ID for i, c in enumerate(self.chars)}
-        self._xpos_ids = {t: i for i, t in enumerate(self.xpos_tags)}
         self._rare = None  # the set of rare_words, made on first use
         self._class_ids = {
             head: {name: i for i, name in enumerate(self.classes(head))} for head in HEAD_FIELDS
@@ -258,10 +257,9 @@ class TaggerVocabulary:
                 chars[b, t, : len(ids)] = ids
         encoded = {"words": words, "chars": chars}
         if sentences and all(_is_tagged(s) for s in sentences):
-            upos_ids = {tag: i for i, tag in enumerate(UPOS_TAGS)}
-            encoded["upos"] = self._labels(sentences, "upos", upos_ids, length)
+            encoded["upos"] = self._labels(sentences, "upos", self._class_ids["upos"], length)
             if self.xpos_tags:
-                encoded["xpos"] = self._labels(sentences, "xpos", self._xpos_ids, length)
+                encoded["xpos"] = self._labels(sentences, "xpos", self._class_ids["xpos"], length)
         return encoded
 
     @staticmethod

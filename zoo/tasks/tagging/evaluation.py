@@ -36,7 +36,7 @@ def evaluate_tagger(
         sentences: the ``Sentence`` objects to tag; the EWT split by default.
         heads: the heads to score; by default all the model's (``"upos"``, and any of
             ``"xpos"``, ``"feats"``, ``"lemma"``).
-        verbose: draw a progress bar of the tagging on stderr (one per head).
+        verbose: draw a progress bar of the tagging on stderr (every head in one pass).
 
     Returns:
         ``{head: scores}`` with the scores of :func:`tagging_accuracy`, plus ``"split"``.
@@ -99,7 +99,6 @@ def evaluate_tagger_file(model, vocabulary, path, output_dir=None, verbose=False
         model has; ``"unseen"`` is None when the vocabulary does not list its training words
         (one saved before it did).
     """
-    heads = tuple(tagger_heads(model))
     gold = list(iter_conllu(path))
     words = [list(sentence.words) for sentence in gold]
     predictions = tag_columns(model, vocabulary, words, verbose=verbose)
@@ -122,7 +121,7 @@ def evaluate_tagger_file(model, vocabulary, path, output_dir=None, verbose=False
             "file": os.fspath(path),
             "words": scores["words"],
             "figures": {name: scores[name] for name, needs in CONLL18_FIGURES.items()
-                        if set(needs) <= set(heads)},  # fmt: skip
+                        if set(needs) <= set(predictions)},  # fmt: skip
             "oov": tagging_accuracy(upos, predictions["upos"], oov),
             "unseen": _unseen_accuracy(vocabulary, words, upos, predictions["upos"]),
             "predicted": predicted if output_dir else None,
@@ -135,7 +134,7 @@ def evaluate_tagger_file(model, vocabulary, path, output_dir=None, verbose=False
 
 def _unseen_accuracy(vocabulary, words, gold, predicted):
     """UPOS accuracy on the words that the training data never had (None: not known)."""
-    if vocabulary.seen_in_training("") is None:
+    if vocabulary.rare_words is None:  # saved before the vocabulary kept them
         return None
     unseen = [[not vocabulary.seen_in_training(w) for w in sentence] for sentence in words]
     scores = tagging_accuracy(gold, predicted, unseen)
