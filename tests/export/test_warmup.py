@@ -15,9 +15,10 @@ import tensorflow as tf
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from tensorflow.core.framework import tensor_pb2  # noqa: F401  (registers TensorProto)
 
+from tests.export.conftest import MAX_LENGTH
 from tests.harness import REPO_ROOT
 from zoo.artifacts import ASSETS_EXTRA_DIR, serving_path
-from zoo.decoding.text import WARMUP_BATCH_BUCKETS
+from zoo.decoding.text import BUCKETS
 from zoo.export.warmup import MAX_WARMUP_RECORDS, WARMUP_FILE, prediction_log, write_warmup_file
 
 _PACKAGE = "zoo_test.serving"  # not tensorflow.serving: the real protos may be registered
@@ -144,7 +145,7 @@ _COUNT_COMPILES = textwrap.dedent(
     texts = sorted({inputs["inputs"][0] for name, inputs in requests if name in xla})
     calls = 0
     for name in xla:
-        for rows in range(1, 65):
+        for rows in list(range(1, 65)) + [100, 130]:  # past 64: split into parts of 64
             for text in texts:
                 loaded.signatures[name](inputs=tf.constant([text] * rows))
                 calls += 1
@@ -155,11 +156,11 @@ _COUNT_COMPILES = textwrap.dedent(
 
 
 def test_after_the_xla_warm_up_no_request_compiles(export_dir, tmp_path):
-    """A tiny translator exported with the XLA warm-up (16 source positions: padded lengths
-    8 and 16): the file compiles every program of its _xla signatures; then requests of every
-    batch size from 1 to 64 at every padded length, through both, compile nothing. Counted
-    from XLA's dumps (a loaded signature has one concrete function; XLA compiles per shape
-    beneath it)."""
+    """A tiny translator exported with the XLA warm-up (16 source positions): the file
+    compiles every program of its _xla signatures; then requests of every batch size from 1
+    to 64 at every padded length, and of 100 and 130 (split into parts of 64), through both,
+    compile nothing. Counted from XLA's dumps (a loaded signature has one concrete function;
+    XLA compiles per shape beneath it)."""
     dump = tmp_path / "xla_dump"
     env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="3",
                XLA_FLAGS=f"--xla_dump_to={dump}")  # fmt: skip
@@ -169,8 +170,9 @@ def test_after_the_xla_warm_up_no_request_compiles(export_dir, tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-4000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
-    programs = len(WARMUP_BATCH_BUCKETS) * 2 * 2  # batch buckets x lengths x signatures
+    lengths = len(BUCKETS.widths(MAX_LENGTH))
+    programs = len(BUCKETS.rows) * lengths * 2  # batch buckets x lengths x signatures
     assert report["xla"] == ["translate_greedy_xla", "translate_xla"]
-    assert report["lengths"] == 2 and report["requests"] == 3 + programs  # 3 plain signatures
+    assert report["lengths"] == lengths and report["requests"] == 3 + programs  # + 3 plain
     assert report["warm"] >= programs, report  # each program compiled (a stage may be 2)
-    assert report["after"] == report["warm"], report  # nothing more: 256 calls, 0 compiles
+    assert report["after"] == report["warm"], report  # 66 batch sizes a length: 0 compiles

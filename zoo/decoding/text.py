@@ -7,6 +7,7 @@ model: the model's task hands the search. TensorFlow is imported when a function
 """
 
 import weakref
+from typing import NamedTuple
 
 from keras import ops
 
@@ -14,16 +15,51 @@ from zoo.progress import Progress
 from zoo.special_ids import EOS_ID, PAD_ID
 
 __all__ = [
-    "LENGTH_BUCKET", "bucketed", "output_length", "round_up", "translate_sentences",
-    "translate_strings", "xla_compiled",
+    "BUCKETS", "Buckets", "bucket_length", "bucketed", "output_length", "padded_length",
+    "translate_sentences", "translate_strings", "xla_compiled",
 ]  # fmt: skip
 
 
 # model -> {settings: compiled function}; a model's functions go when the model goes.
 _COMPILED = weakref.WeakKeyDictionary()
-LENGTH_BUCKET = 8  # source lengths are padded to a multiple of this, to bound recompiles
-# The batch buckets of bucketed() up to 64 rows: what an export's XLA warm-up covers.
-WARMUP_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
+
+
+class Buckets(NamedTuple):
+    """The padded shapes of :func:`bucketed`: each XLA-compiled search compiles one program
+    per (rows, length) pair it meets, so these bound what a server compiles and what an
+    export's XLA warm-up must cover (``len(rows) x len(lengths)`` programs per search).
+
+    ``rows``: the batch sizes a batch is padded up to, ascending; a batch of more rows than
+    the last is split into batches of that many. ``lengths``: the source lengths a batch is
+    padded up to, ascending; past the last, multiples of the last (models that read more
+    tokens). Coarser buckets mean fewer programs and more padding: see
+    ``benchmarks/bucket_padding.py`` for the cost of each choice.
+    """
+
+    rows: tuple
+    lengths: tuple
+
+    def padded_rows(self, batch):
+        """The rows a batch of ``batch`` sentences is padded to, per part (Python ints)."""
+        return next((rows for rows in self.rows if rows >= batch), self.rows[-1])
+
+    def padded_length(self, length, source_limit=None):
+        """The width a batch whose longest source has ``length`` tokens is padded to (a
+        Python int), within ``source_limit``."""
+        top = self.lengths[-1]
+        padded = next((n for n in self.lengths if n >= length), -(-length // top) * top)
+        return padded if source_limit is None else max(min(padded, source_limit), length)
+
+    def widths(self, source_limit):
+        """Every padded width of sources of 1 to ``source_limit`` tokens, ascending."""
+        return sorted({self.padded_length(n, source_limit) for n in range(1, source_limit + 1)})
+
+
+# What bucketed() pads to, in process and in every export: 4 batch sizes x 4 lengths (for
+# 128 source positions), 16 programs per XLA search. The finer ladder it replaced (every
+# power of two to 64 rows, every multiple of 8 tokens) made 112, which no warm-up could
+# compile in the 2 minutes of issue 55 (benchmarks/RESULTS.md).
+BUCKETS = Buckets(rows=(1, 4, 16, 64), lengths=(16, 32, 64, 128))
 
 
 def output_length(source_ids, limit=None):
@@ -117,15 +153,18 @@ def translate_strings(inputs, tokenizer, search, max_input_length=None):
     )  # (B,)
 
 
-def round_up(n):
-    """``n`` (an int or an int tensor) rounded up to a multiple of ``LENGTH_BUCKET``."""
-    return (n + LENGTH_BUCKET - 1) // LENGTH_BUCKET * LENGTH_BUCKET
-
-
 def padded_length(length, source_limit=None):
     """The width :func:`bucketed` pads a batch of sources of ``length`` tokens to (Python)."""
-    padded = max(round_up(length), LENGTH_BUCKET)
-    return padded if source_limit is None else max(min(padded, source_limit), length)
+    return BUCKETS.padded_length(length, source_limit)
+
+
+def bucket_length(length, buckets=BUCKETS):
+    """``length`` (an int tensor, in ``keras.ops``) padded up to its length bucket, as
+    :meth:`Buckets.padded_length` pads a Python int: the widths of a search's buffers."""
+    top = buckets.lengths[-1]
+    ladder = ops.convert_to_tensor(buckets.lengths, "int32")
+    fitting = ops.min(ops.where(ladder >= length, ladder, top))
+    return ops.where(length <= top, fitting, (length + top - 1) // top * top)
 
 
 def translate_sentences(
@@ -147,9 +186,9 @@ def translate_sentences(
     tokenizer, truncated to ``source_limit`` tokens, cut after EOS, detokenized) with the
     search under ``tf.function(jit_compile=True)``, compiled once per settings and padded
     shape and cached with the model. They go through in batches of ``batch_size`` sentences
-    of similar lengths (sorted by length, the results in the order given); sources are padded
-    to a multiple of 8 tokens and batches to a power of two (:func:`bucketed`), so that few
-    shapes are ever compiled; padding changes no translation that ends.
+    of similar lengths (sorted by length, the results in the order given); batches are padded
+    to the rows and lengths of :data:`BUCKETS` (:func:`bucketed`), the exports' shapes, so
+    that few are ever compiled; padding changes no translation that ends.
 
     Args:
         model: the trained model (the key of the compiled functions' cache).
@@ -215,33 +254,44 @@ def xla_compiled(function):
     return tf.function(function, jit_compile=True, autograph=False)
 
 
-def bucketed(search, source_limit=None):
+def bucketed(search, source_limit=None, buckets=BUCKETS):
     """``search`` on sources padded to few shapes: what an XLA-compiled search needs.
 
-    XLA compiles a function once per input shape. The source batch is padded to the next
-    power of two rows and the next multiple of 8 tokens (within ``source_limit``), so that a
-    stream of requests compiles a few dozen shapes, not one per request. Padding changes no
-    translation that ends (the padded rows are dropped from the result), but the search's
-    length follows the padded width (:func:`output_length`): a translation that never ends
-    runs to that length.
+    XLA compiles a function once per input shape. The source batch is padded up to its
+    :class:`Buckets` rows and length (within ``source_limit``), so that any stream of
+    requests compiles ``len(buckets.rows) x len(buckets.lengths)`` shapes, not one per
+    request; a batch of more rows than the largest bucket is searched in parts of that many
+    rows, one after the other (their memory is one part's). Padding changes no translation
+    that ends (the padded rows are dropped from the result), but the search's length follows
+    the padded width (:func:`output_length`): a translation that never ends runs to that
+    length.
 
     Args:
         search: a function of ``(B, S)`` int32 source ids, 0-padded, to ``(B, L)`` ids.
         source_limit: the model's source positions (None: no limit).
+        buckets: the padded shapes (:data:`BUCKETS`, those of every export).
 
     Returns:
-        A function of the same arguments and results, in TensorFlow ops.
+        A function of the same arguments and results (int32 ids), in TensorFlow ops.
     """
     import tensorflow as tf
 
     def run(source):  # (B', S)
         batch, length = tf.shape(source)[0], tf.shape(source)[1]
-        rows = tf.while_loop(lambda n: n < batch, lambda n: 2 * n, [tf.constant(1)])[0]
-        padded = tf.maximum(round_up(length), LENGTH_BUCKET)
+        ladder = tf.constant(buckets.rows)
+        rows = tf.reduce_min(tf.where(ladder >= batch, ladder, buckets.rows[-1]))
+        parts = (batch + rows - 1) // rows
+        padded = tf.cast(bucket_length(length, buckets), tf.int32)
         if source_limit is not None:
             padded = tf.maximum(tf.minimum(padded, source_limit), length)
-        source = tf.pad(source, [[0, rows - batch], [0, padded - length]])
-        return search(source)[:batch]  # (B', L)
+        source = tf.pad(source, [[0, parts * rows - batch], [0, padded - length]])
+        ids = tf.map_fn(  # (parts, rows, L): one part at a time, each a bucket's shape
+            lambda part: tf.cast(search(part), tf.int32),
+            tf.reshape(source, [parts, rows, padded]),
+            fn_output_signature=tf.TensorSpec([None, None], tf.int32),
+            parallel_iterations=1,
+        )
+        return tf.reshape(ids, [parts * rows, -1])[:batch]  # (B', L)
 
     return run
 

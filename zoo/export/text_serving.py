@@ -10,7 +10,7 @@ import tensorflow as tf
 from zoo.artifacts import SENTENCEPIECE_FILE, SERVING_VERSION
 from zoo.data.sentencepiece_vocab import PAD_ID, SentencePieceTokenizer
 from zoo.decoding.text import (
-    WARMUP_BATCH_BUCKETS,
+    BUCKETS,
     bucketed,
     padded_length,
     translate_strings,
@@ -127,16 +127,16 @@ class TextServing(tf.Module):
         """The requests of the export's warm-up file (:mod:`zoo.export.warmup`): each plain
         signature once, a sentence at batch 1. The ``_xla`` ones compile per shape and fail
         on a server started without XLA, which would fail the model's load: only with
-        ``xla``, one request per program they compile, each batch bucket of
-        :data:`zoo.decoding.text.WARMUP_BATCH_BUCKETS` at each padded source length of
-        :func:`zoo.decoding.bucketed` up to ``max_input_length``."""
+        ``xla``, one request per program they compile: each of the batch buckets of
+        :data:`zoo.decoding.text.BUCKETS` at each padded source length up to
+        ``max_input_length``."""
         requests = [(name, self.warmup_inputs(name)) for name in self.signatures
                     if not name.endswith("_xla")]  # fmt: skip
         if xla:
             texts = self.bucket_sentences()
             requests += [(name, {**self.warmup_inputs(name), "inputs": [text] * rows})
                          for name in self.signatures if name.endswith("_xla")
-                         for rows in WARMUP_BATCH_BUCKETS for text in texts]  # fmt: skip
+                         for rows in BUCKETS.rows for text in texts]  # fmt: skip
         return requests
 
     def bucket_sentences(self):
@@ -150,7 +150,7 @@ class TextServing(tf.Module):
             if length > limit:
                 break
             texts.setdefault(padded_length(length, limit), text)
-        widths = sorted({padded_length(n, limit) for n in range(1, limit + 1)})
+        widths = BUCKETS.widths(limit)
         missing = [width for width in widths if width not in texts]
         if missing:
             raise ValueError(f"No warm-up sentence pads to {missing} tokens.")

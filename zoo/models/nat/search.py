@@ -10,7 +10,7 @@ from keras import ops
 from zoo.decoding.ctc import ctc_greedy
 from zoo.decoding.nat import MAX_ITERATIONS, check_length_beam, length_candidates, nat_search
 from zoo.decoding.search_helpers import check_count
-from zoo.decoding.text import round_up
+from zoo.decoding.text import bucket_length
 from zoo.models.nat.config import MASK_ID
 from zoo.models.nat.inference import ctc_logits, decode_and_lengths, nat_modes
 from zoo.models.translator import rescorer, translator_layers
@@ -108,7 +108,8 @@ def nat_translator_search(model, method, max_length, compile_stage=None, **kwarg
 
     Returns:
         A function ``(B, S)`` source ids -> ``(B, L)`` int32 ids; ``L`` is the longest
-        candidate length rounded up to a multiple of 8, at most ``max_length``.
+        candidate length padded up to its length bucket (:data:`zoo.decoding.text.BUCKETS`),
+        at most ``max_length``.
     """
     compile_stage = compile_stage or (lambda function: function)
     if method not in METHODS or model.name != "nat":
@@ -160,12 +161,12 @@ def nat_translator_search(model, method, max_length, compile_stage=None, **kwarg
     candidates, refine = compile_stage(candidates), compile_stage(refine)
 
     def search(source_ids):
-        # The buffers span the longest candidate, rounded up to a multiple of 8 (few
+        # The buffers span the longest candidate, padded up to its length bucket (few
         # compiled shapes), not every position: the decoder runs T times on them. Two
         # stages, since a width read from values cannot be a shape inside one XLA program;
         # the encoder runs in both (it costs far less than the positions it saves).
         lengths = candidates(source_ids)  # (B, l)
-        width = ops.minimum(round_up(ops.max(lengths)), max_length)
+        width = ops.minimum(bucket_length(ops.max(lengths)), max_length)
         return refine(source_ids, lengths, ops.zeros((1, width), "int32"))
 
     return search

@@ -1,0 +1,42 @@
+"""The padded shapes of the XLA searches (zoo.decoding.text.BUCKETS): few programs, any batch."""
+
+import numpy as np
+import tensorflow as tf
+
+from zoo.decoding.text import BUCKETS, Buckets, bucket_length, bucketed
+
+
+def test_each_batch_and_length_pads_up_to_the_first_bucket_that_holds_it():
+    buckets = Buckets(rows=(1, 4, 16), lengths=(16, 32))
+    assert [buckets.padded_rows(n) for n in (1, 2, 4, 5, 16, 17, 40)] == [1, 4, 4, 16, 16, 16, 16]
+    assert [buckets.padded_length(n) for n in (1, 16, 17, 32, 33, 65)] == [16, 16, 32, 32, 64, 96]
+    assert buckets.padded_length(20, source_limit=24) == 24  # the model reads no more
+    assert buckets.padded_length(30, source_limit=24) == 30  # never shorter than the source
+    assert buckets.widths(40) == [16, 32, 40]
+
+
+def test_the_tensor_length_bucket_is_the_python_one():
+    lengths = np.arange(1, 300, dtype="int32")
+    padded = [int(bucket_length(tf.constant(n))) for n in lengths]
+    assert padded == [BUCKETS.padded_length(int(n)) for n in lengths]
+
+
+def test_a_batch_goes_through_in_bucket_shapes_and_comes_back_whole():
+    """The search sees only bucket shapes, a batch past the largest in parts of it; each row
+    comes back as the search made it, the padding dropped."""
+    seen = []
+
+    def search(source):  # each row's ids, doubled: the rows must come back in their places
+        seen.append(tuple(source.shape))
+        return source * 2
+
+    buckets = Buckets(rows=(1, 4), lengths=(8, 16))
+    run = bucketed(search, source_limit=12, buckets=buckets)
+    for batch, length, parts in [(1, 3, [(1, 8)]), (3, 9, [(4, 12)]), (9, 5, [(4, 8)] * 3)]:
+        seen.clear()
+        source = np.arange(1, batch * length + 1, dtype="int32").reshape(batch, length)
+        ids = run(tf.constant(source)).numpy()
+        assert seen == parts
+        assert ids.shape == (batch, parts[0][1])
+        np.testing.assert_array_equal(ids[:, :length], source * 2)
+        assert not ids[:, length:].any()  # the length's padding, 0 ids
