@@ -55,11 +55,13 @@ class Buckets(NamedTuple):
         return sorted({self.padded_length(n, source_limit) for n in range(1, source_limit + 1)})
 
 
-# What bucketed() pads to, in process and in every export: 4 batch sizes x 4 lengths (for
-# 128 source positions), 16 programs per XLA search. The finer ladder it replaced (every
-# power of two to 64 rows, every multiple of 8 tokens) made 112, which no warm-up could
-# compile in the 2 minutes of issue 55 (benchmarks/RESULTS.md).
-BUCKETS = Buckets(rows=(1, 4, 16, 64), lengths=(16, 32, 64, 128))
+# What bucketed() pads to, in process and in every export: 3 batch sizes x 7 lengths (for 128
+# source positions), 21 programs per XLA search. Lengths are fine and rows coarse because a
+# length's padding costs the most: on the shipped translator, padding batches of 64 to powers of
+# two tokens made beam search 1.6x slower, the rows' buckets a few percent
+# (benchmarks/bucket_padding.py). The ladder before (every power of two rows, every multiple of
+# 8 tokens) made 112 programs, which no warm-up compiled in issue 55's 2 minutes.
+BUCKETS = Buckets(rows=(1, 8, 64), lengths=(16, 24, 32, 48, 64, 96, 128))
 
 
 def output_length(source_ids, limit=None):

@@ -6,6 +6,7 @@ from zoo.layers.blocks import *  # noqa: F401,F403  (each package lists its publ
 from zoo.layers.position import *  # noqa: F401,F403
 from zoo.layers.dropout import Dropout  # and zoo.layers.dropout.dropout, the function
 from zoo.layers.embedding import TokenAndPositionEmbedding
+from zoo.layers.layer_normalization import LayerNormalization
 from zoo.layers.crf import *  # noqa: F401,F403
 from zoo.layers.character_embedding import CharacterEmbedding
 from zoo.layers.guided_attention import GuidedAttention

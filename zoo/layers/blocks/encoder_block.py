@@ -9,6 +9,7 @@ import keras
 from zoo.layers.attention.registry import get_attention
 from zoo.layers.blocks.feed_forward import FeedForward
 from zoo.layers.dropout import Dropout
+from zoo.layers.layer_normalization import LayerNormalization
 from zoo.layers.masking import implicit_mask
 
 # Arguments that a block gives its attention layers itself; `attention_kwargs` may not set them.
@@ -96,7 +97,7 @@ class _TransformerBlock(keras.layers.Layer):
 
     # ------------------------------------------------------------------ sublayers
     def _layer_norm(self, name):
-        return keras.layers.LayerNormalization(
+        return LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
         )
 

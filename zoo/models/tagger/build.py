@@ -8,6 +8,7 @@ from zoo.layers import (
     CRF,
     CharacterEmbedding,
     Dropout,
+    LayerNormalization,
     TokenAndPositionEmbedding,
     TransformerEncoderBlock,
 )
@@ -145,7 +146,7 @@ def build_tagger(config):
             name=f"encoder_block_{i}",
         )(x)
     if config.normalize_first:
-        x = keras.layers.LayerNormalization(epsilon=1e-5, name="encoder_norm")(x)
+        x = LayerNormalization(epsilon=1e-5, name="encoder_norm")(x)
 
     outputs = {head: _head(x, config, head, getattr(config, HEAD_SIZES[head]))
                for head in config.heads}  # fmt: skip

@@ -10,6 +10,7 @@ import keras
 
 from zoo.layers import (
     LayerMix,
+    LayerNormalization,
     PointerGenerator,
     TokenAndPositionEmbedding,
     TransformerDecoderBlock,
@@ -201,7 +202,7 @@ class NewLayers:
     def _final_norm(self, name):
         if not self.config.normalize_first:
             return None  # post-LN blocks end normalized
-        return keras.layers.LayerNormalization(epsilon=1e-5, name=name)
+        return LayerNormalization(epsilon=1e-5, name=name)
 
 
 def translator_layers(model):
