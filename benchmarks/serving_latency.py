@@ -42,7 +42,6 @@ SEED = 55
 CONFIGURATIONS = [
     ("translate_greedy_xla, warm-up", "translate_greedy_xla", True, "xla"),
     ("translate_greedy_xla, no warm-up", "translate_greedy_xla", False, "xla"),
-    ("translate_xla (beam 4), warm-up", "translate_xla", True, "xla"),
     ("translate_greedy, warm-up", "translate_greedy", True, "shipped"),
     ("translate_greedy, no warm-up", "translate_greedy", False, "shipped"),
 ]
