@@ -38,7 +38,6 @@ FINEST = "rows 1-64 by x2, lengths by 8 (before)"
 LADDERS = {
     FINEST: Buckets(rows=(1, 2, 4, 8, 16, 32, 64), lengths=tuple(range(8, 129, 8))),
     "rows 1-64 by x4, lengths 16-128 by x2": Buckets((1, 4, 16, 64), (16, 32, 64, 128)),
-    "rows 1, 8, 64, lengths 16-128 by x2": Buckets((1, 8, 64), (16, 32, 64, 128)),
     "rows 1-64 by x4, lengths 16, 24, 32, 48, 64, 96, 128": Buckets(
         (1, 4, 16, 64), (16, 24, 32, 48, 64, 96, 128)
     ),

@@ -19,6 +19,7 @@ import argparse
 import collections
 import glob
 import os
+import re
 import sys
 import tempfile
 
@@ -42,17 +43,23 @@ TITLE = "Serving profile: the ops of one decoding step of the translator's plain
 SIGNATURES = {"greedy": "translate_greedy", "beam 4": "serving_default"}
 SENTENCE = "A dog is running in the snow."
 BOOKKEEPING = ("Const", "NoOp", "Identity")
+LOOP_NODE = re.compile(r"/while(_\d+)?/body/")  # a node of a while loop's body, in a trace
 
 
 def loop_body(function):
-    """The FunctionDef of the while-loop body of a signature (the search: its only loop)."""
+    """The FunctionDef of the search's while-loop body in a signature: the largest innermost
+    loop (an outer one goes over the parts of a batch, ``zoo.decoding.bucketed``; exports
+    before it had a small loop for the batch's bucket)."""
     graph = function.graph.as_graph_def()
     library = {f.signature.name: f for f in graph.library.function}
     nodes = list(graph.node) + [n for f in graph.library.function for n in f.node_def]
-    bodies = {n.attr["body"].func.name for n in nodes if n.op in ("While", "StatelessWhile")}
-    if len(bodies) != 1:
-        raise ValueError(f"Expected one while loop, found {len(bodies)}.")
-    return library[bodies.pop()]
+    loops = ("While", "StatelessWhile")
+    bodies = {n.attr["body"].func.name for n in nodes if n.op in loops}
+    innermost = [name for name in bodies
+                 if not any(n.op in loops for n in library[name].node_def)]  # fmt: skip
+    if not innermost:
+        raise ValueError("Expected a while loop, found none.")
+    return max((library[name] for name in innermost), key=lambda body: len(body.node_def))
 
 
 def graph_counts(function):
@@ -75,7 +82,7 @@ def run_counts(function, inputs):
         for line in plane.lines:
             for event in line.events:
                 name = plane.event_metadata[event.metadata_id].name  # "node/path:OpKind"
-                if "/while/body/" not in name or ":" not in name:
+                if not LOOP_NODE.search(name) or ":" not in name:
                     continue
                 node, kind = name.rsplit(":", 1)
                 runs[kind] += 1

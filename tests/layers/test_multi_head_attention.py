@@ -197,3 +197,14 @@ def test_initializers_by_name_and_position_aware_query_position_is_checked():
     layer = MultiHeadAttention(num_heads=2, key_dim=4)
     with pytest.raises(ValueError, match="query_position"):
         layer(_x(B, T, D), query_position=3)
+
+
+def test_the_cache_write_sets_each_example_s_positions_and_nothing_else():
+    from zoo.layers.attention.multi_head import write_cache
+
+    rng = np.random.default_rng(0)
+    cache = rng.normal(size=(3, 7, 2, 4)).astype("float32")
+    new = rng.normal(size=(3, 2, 2, 4)).astype("float32")
+    expected = cache.copy()
+    expected[:, 4:6] = new  # what ops.slice_update at [0, 4, 0, 0] writes
+    np.testing.assert_array_equal(np.asarray(write_cache(cache, 4, new)), expected)

@@ -11,25 +11,24 @@ from zoo.layers.masking import AttentionMasks, implicit_mask
 from zoo.layers.shapes import leading_axes
 
 
-def cache_rows(new, offset):
-    """The ``(B * T, 2)`` (example, position) indices where the ``T`` new keys or values of
-    each example go in a ``(B, S_max, N, H)`` cache: positions ``offset .. offset + T - 1``.
+def write_cache(cache, offset, new):
+    """``cache`` ``(B, S_max, N, H)`` with positions ``offset .. offset + T - 1`` of each example
+    set to ``new`` ``(B, T, N, H)``.
 
     Why a scatter and not ``ops.slice_update``: in TensorFlow's graph mode (the plain serving
-    signatures), a slice update is an XLA op that TensorFlow runs by compiling it on demand,
-    the costliest op of a greedy step (8 of its 344 ops, 26% of its time at batch 1:
-    ``benchmarks/serving_profile.py``); a scatter is a core kernel. Under XLA both write in
-    place.
+    signatures), a slice update is an XLA op that TensorFlow runs by compiling it on demand: 8
+    of the 344 ops of a greedy step took 302 us of its 1,234 at batch 1, where the scatters take
+    about 30 (``benchmarks/serving_profile.py``). A scatter is a core kernel; under XLA both
+    write in place. The cache is scattered into as ``(B * S_max, N, H)`` rows, so that the
+    indices are one column.
     """
-    batch, steps = ops.shape(new)[0], ops.shape(new)[1]
-    examples = ops.repeat(ops.arange(batch, dtype="int32"), steps)
-    positions = ops.tile(offset + ops.arange(steps, dtype="int32"), [batch])
-    return ops.stack([examples, positions], axis=1)
-
-
-def _flat_rows(x):
-    """``(B, T, N, H)`` -> ``(B * T, N, H)``: the updates of :func:`cache_rows`' indices."""
-    return ops.reshape(x, (-1,) + tuple(x.shape[2:]))
+    batch, steps, length = ops.shape(new)[0], ops.shape(new)[1], ops.shape(cache)[1]
+    rows = ops.repeat(ops.arange(batch, dtype="int32") * length + offset, steps)  # (B*T,)
+    rows = rows + ops.tile(ops.arange(steps, dtype="int32"), [batch])
+    heads = tuple(cache.shape[2:])
+    updates = ops.reshape(ops.cast(new, cache.dtype), (-1,) + heads)  # (B*T, N, H)
+    flat = ops.scatter_update(ops.reshape(cache, (-1,) + heads), ops.expand_dims(rows, 1), updates)
+    return ops.reshape(flat, ops.shape(cache))
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -329,11 +328,7 @@ class MultiHeadAttention(keras.layers.Layer):
             q, k_new, v_new = self._project_self(query)
             offset = ops.cast(cache_index, "int32")
             q, k_new = self._transform_qk(q, k_new, offset)
-            rows = cache_rows(k_new, offset)
-            k, v = (
-                ops.scatter_update(old, rows, _flat_rows(ops.cast(new, old.dtype)))
-                for old, new in zip(cache, (k_new, v_new))
-            )  # (B, S_max, N, H) each
+            k, v = (write_cache(old, offset, new) for old, new in zip(cache, (k_new, v_new)))
             cache = (k, v)
             use_causal_mask = True  # slots after the current step are empty
         elif cache is not None:
