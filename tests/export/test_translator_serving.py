@@ -69,6 +69,9 @@ CASES = {
     "short_greedy": ("translate_greedy", SHORT, None),
     "short_greedy_xla": ("translate_greedy_xla", SHORT, None),
     "short_beam": ("serving_default", SHORT, None),
+    # Past the largest batch bucket (64): searched in parts of 64 rows.
+    "split_greedy": ("translate_greedy", TRANSLATED * 7, None),
+    "split_greedy_xla": ("translate_greedy_xla", TRANSLATED * 7, None),
 }
 STRICT_CASES = ("default", "greedy", "beam_2", "greedy_xla")
 
@@ -227,6 +230,8 @@ def test_translations_equal_translate_of_the_in_memory_model(served, references)
     # A translation that never ends (random weights) is as long in every path.
     assert outputs["short_greedy"] == outputs["short_greedy_xla"] == references["short_greedy"]
     assert outputs["short_beam"] == references["short_beam"]
+    # 77 sentences, in parts of 64 rows: each one as in a batch of its own width.
+    assert outputs["split_greedy"] == outputs["split_greedy_xla"] == references["greedy"] * 7
 
 
 def test_beam_size_is_clamped(served):
