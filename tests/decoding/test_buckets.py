@@ -40,3 +40,19 @@ def test_a_batch_goes_through_in_bucket_shapes_and_comes_back_whole():
         assert ids.shape == (batch, parts[0][1])
         np.testing.assert_array_equal(ids[:, :length], source * 2)
         assert not ids[:, length:].any()  # the length's padding, 0 ids
+
+
+def test_without_rows_only_the_width_is_padded():
+    """Plain graph mode compiles nothing per shape: the batch goes through whole, as it came."""
+    seen = []
+
+    def search(source):
+        seen.append(tuple(source.shape))
+        return source * 2
+
+    run = bucketed(search, source_limit=12, buckets=Buckets(rows=(1, 4), lengths=(8, 16)),
+                   rows=False)  # fmt: skip
+    source = np.arange(1, 46, dtype="int32").reshape(9, 5)
+    ids = run(tf.constant(source)).numpy()
+    assert seen == [(9, 8)]
+    np.testing.assert_array_equal(ids[:, :5], source * 2)

@@ -207,4 +207,6 @@ def test_the_cache_write_sets_each_example_s_positions_and_nothing_else():
     new = rng.normal(size=(3, 2, 2, 4)).astype("float32")
     expected = cache.copy()
     expected[:, 4:6] = new  # what ops.slice_update at [0, 4, 0, 0] writes
-    np.testing.assert_array_equal(np.asarray(write_cache(cache, 4, new)), expected)
+    keys, values = write_cache((cache, cache + 1), 4, (new, new + 1))
+    np.testing.assert_array_equal(np.asarray(keys), expected)
+    np.testing.assert_array_equal(np.asarray(values), expected + 1)

@@ -256,7 +256,7 @@ def xla_compiled(function):
     return tf.function(function, jit_compile=True, autograph=False)
 
 
-def bucketed(search, source_limit=None, buckets=BUCKETS):
+def bucketed(search, source_limit=None, buckets=BUCKETS, rows=True):
     """``search`` on sources padded to few shapes: what an XLA-compiled search needs.
 
     XLA compiles a function once per input shape. The source batch is padded up to its
@@ -272,6 +272,10 @@ def bucketed(search, source_limit=None, buckets=BUCKETS):
         search: a function of ``(B, S)`` int32 source ids, 0-padded, to ``(B, L)`` ids.
         source_limit: the model's source positions (None: no limit).
         buckets: the padded shapes (:data:`BUCKETS`, those of every export).
+        rows: pad the batch's rows and split it too (for XLA); False pads only its width,
+            which is all that a search in plain graph mode needs to give the same outputs
+            (rows are searched independently): it compiles nothing per shape, and a loop
+            over parts would keep TensorFlow from hoisting the weights out of the search's.
 
     Returns:
         A function of the same arguments and results (int32 ids), in TensorFlow ops.
@@ -280,20 +284,22 @@ def bucketed(search, source_limit=None, buckets=BUCKETS):
 
     def run(source):  # (B', S)
         batch, length = tf.shape(source)[0], tf.shape(source)[1]
-        ladder = tf.constant(buckets.rows)
-        rows = tf.reduce_min(tf.where(ladder >= batch, ladder, buckets.rows[-1]))
-        parts = (batch + rows - 1) // rows
         padded = tf.cast(bucket_length(length, buckets), tf.int32)
         if source_limit is not None:
             padded = tf.maximum(tf.minimum(padded, source_limit), length)
-        source = tf.pad(source, [[0, parts * rows - batch], [0, padded - length]])
+        if not rows:
+            return tf.cast(search(tf.pad(source, [[0, 0], [0, padded - length]])), tf.int32)
+        ladder = tf.constant(buckets.rows)
+        part = tf.reduce_min(tf.where(ladder >= batch, ladder, buckets.rows[-1]))  # rows
+        parts = (batch + part - 1) // part
+        source = tf.pad(source, [[0, parts * part - batch], [0, padded - length]])
         ids = tf.map_fn(  # (parts, rows, L): one part at a time, each a bucket's shape
-            lambda part: tf.cast(search(part), tf.int32),
-            tf.reshape(source, [parts, rows, padded]),
+            lambda rows_of_part: tf.cast(search(rows_of_part), tf.int32),
+            tf.reshape(source, [parts, part, padded]),
             fn_output_signature=tf.TensorSpec([None, None], tf.int32),
             parallel_iterations=1,
         )
-        return tf.reshape(ids, [parts * rows, -1])[:batch]  # (B', L)
+        return tf.reshape(ids, [parts * part, -1])[:batch]  # (B', L)
 
     return run
 

@@ -164,10 +164,11 @@ class TextServing(tf.Module):
         """``inputs`` (``tf.string`` ``[None]``) translated in the graph by the search
         ``method`` of the task's search, with ``kwargs``.
 
-        The search runs on sources padded to few shapes
-        (:func:`zoo.decoding.bucketed`), as :func:`zoo.decoding.translate_sentences` runs
-        it: its output length follows the padded width, so a translation that never ends is
-        as long through every signature as in process. With ``xla``, the search (not the
+        The search runs on sources padded to the widths of :func:`zoo.decoding.bucketed`, as
+        :func:`zoo.decoding.translate_sentences` runs it: its output length follows the
+        padded width, so a translation that never ends is as long through every signature as
+        in process. With ``xla``, the rows are padded too (a request of more than 64
+        sentences goes through in parts of 64), and the search (not the
         tf-text ops around it) runs in ``tf.function(jit_compile=True)``: each new shape
         compiles once, on its first request. TF Serving runs such a function only when
         started with ``--xla_cpu_compilation_enabled=true``.
@@ -178,7 +179,7 @@ class TextServing(tf.Module):
             search = self._search(method, compile_stage=xla_compiled, **kwargs)
         else:
             search = self._search(method, **kwargs)
-        search = bucketed(search, self.max_input_length)
+        search = bucketed(search, self.max_input_length, rows=xla)
         return translate_strings(inputs, self.tokenizer, search, self.max_input_length)
 
 

@@ -12,23 +12,34 @@ from zoo.layers.shapes import leading_axes
 
 
 def write_cache(cache, offset, new):
-    """``cache`` ``(B, S_max, N, H)`` with positions ``offset .. offset + T - 1`` of each example
-    set to ``new`` ``(B, T, N, H)``.
+    """A self-attention cache with positions ``offset .. offset + T - 1`` of each example set
+    to the new keys and values.
+
+    Args:
+        cache: ``(keys, values)``, each ``(B, S_max, N, H)``.
+        offset: int or scalar int tensor, the position of the first new one.
+        new: ``(keys, values)``, each ``(B, T, N, H)``.
+
+    Returns:
+        The ``(keys, values)`` pair written.
 
     Why a scatter and not ``ops.slice_update``: in TensorFlow's graph mode (the plain serving
     signatures), a slice update is an XLA op that TensorFlow runs by compiling it on demand: 8
     of the 344 ops of a greedy step took 302 us of its 1,234 at batch 1, where the scatters take
     about 30 (``benchmarks/serving_profile.py``). A scatter is a core kernel; under XLA both
-    write in place. The cache is scattered into as ``(B * S_max, N, H)`` rows, so that the
-    indices are one column.
+    write in place. The caches are scattered into as ``(B * S_max, N, H)`` rows, so that the
+    indices are one column, computed once for keys and values.
     """
-    batch, steps, length = ops.shape(new)[0], ops.shape(new)[1], ops.shape(cache)[1]
+    batch, steps, length = ops.shape(new[0])[0], ops.shape(new[0])[1], ops.shape(cache[0])[1]
     rows = ops.repeat(ops.arange(batch, dtype="int32") * length + offset, steps)  # (B*T,)
-    rows = rows + ops.tile(ops.arange(steps, dtype="int32"), [batch])
-    heads = tuple(cache.shape[2:])
-    updates = ops.reshape(ops.cast(new, cache.dtype), (-1,) + heads)  # (B*T, N, H)
-    flat = ops.scatter_update(ops.reshape(cache, (-1,) + heads), ops.expand_dims(rows, 1), updates)
-    return ops.reshape(flat, ops.shape(cache))
+    rows = ops.expand_dims(rows + ops.tile(ops.arange(steps, dtype="int32"), [batch]), 1)
+    written = []
+    for old, update in zip(cache, new):
+        heads = tuple(old.shape[2:])
+        update = ops.reshape(ops.cast(update, old.dtype), (-1,) + heads)  # (B*T, N, H)
+        flat = ops.scatter_update(ops.reshape(old, (-1,) + heads), rows, update)
+        written.append(ops.reshape(flat, (-1, length) + heads))
+    return tuple(written)
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -328,7 +339,7 @@ class MultiHeadAttention(keras.layers.Layer):
             q, k_new, v_new = self._project_self(query)
             offset = ops.cast(cache_index, "int32")
             q, k_new = self._transform_qk(q, k_new, offset)
-            k, v = (write_cache(old, offset, new) for old, new in zip(cache, (k_new, v_new)))
+            k, v = write_cache(cache, offset, (k_new, v_new))
             cache = (k, v)
             use_causal_mask = True  # slots after the current step are empty
         elif cache is not None:
