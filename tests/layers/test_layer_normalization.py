@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.harness import run_layer_test
 from zoo.layers import LayerNormalization as Ours
 
 
@@ -85,3 +86,8 @@ def test_saved_with_either_loads_into_the_other(tmp_path):
     again = keras.models.load_model(tmp_path / "ours.keras")
     assert type(again.layers[-1]) is Ours
     np.testing.assert_allclose(again(x), theirs(x), rtol=1e-5, atol=1e-6)
+
+
+def test_the_layer_battery():
+    x = np.random.default_rng(6).normal(size=(2, 5, 8)).astype("float32")
+    run_layer_test(Ours, {"epsilon": 1e-5}, x, expected_output_shape=(2, 5, 8))
