@@ -19,6 +19,8 @@ def test_the_tensor_length_bucket_is_the_python_one():
     lengths = np.arange(1, 300, dtype="int32")
     padded = [int(bucket_length(tf.constant(n))) for n in lengths]
     assert padded == [BUCKETS.padded_length(int(n)) for n in lengths]
+    limited = [int(bucket_length(tf.constant(n), source_limit=40)) for n in lengths]
+    assert limited == [BUCKETS.padded_length(int(n), source_limit=40) for n in lengths]
 
 
 def test_a_batch_goes_through_in_bucket_shapes_and_comes_back_whole():

@@ -15,8 +15,8 @@ from zoo.progress import Progress
 from zoo.special_ids import EOS_ID, PAD_ID
 
 __all__ = [
-    "BUCKETS", "Buckets", "bucket_length", "bucketed", "output_length", "padded_length",
-    "translate_sentences", "translate_strings", "xla_compiled",
+    "BUCKETS", "Buckets", "bucket_length", "bucketed", "output_length", "translate_sentences",
+    "translate_strings", "xla_compiled",
 ]  # fmt: skip
 
 
@@ -155,18 +155,17 @@ def translate_strings(inputs, tokenizer, search, max_input_length=None):
     )  # (B,)
 
 
-def padded_length(length, source_limit=None):
-    """The width :func:`bucketed` pads a batch of sources of ``length`` tokens to (Python)."""
-    return BUCKETS.padded_length(length, source_limit)
-
-
-def bucket_length(length, buckets=BUCKETS):
-    """``length`` (an int tensor, in ``keras.ops``) padded up to its length bucket, as
-    :meth:`Buckets.padded_length` pads a Python int: the widths of a search's buffers."""
+def bucket_length(length, buckets=BUCKETS, source_limit=None):
+    """``length`` (an int tensor, in ``keras.ops``) padded up to its length bucket within
+    ``source_limit``, as :meth:`Buckets.padded_length` pads a Python int: the widths of a
+    search's buffers."""
     top = buckets.lengths[-1]
     ladder = ops.convert_to_tensor(buckets.lengths, "int32")
     fitting = ops.min(ops.where(ladder >= length, ladder, top))
-    return ops.where(length <= top, fitting, (length + top - 1) // top * top)
+    padded = ops.where(length <= top, fitting, (length + top - 1) // top * top)
+    if source_limit is None:
+        return padded
+    return ops.maximum(ops.minimum(padded, source_limit), length)
 
 
 def translate_sentences(
@@ -284,9 +283,7 @@ def bucketed(search, source_limit=None, buckets=BUCKETS, rows=True):
 
     def run(source):  # (B', S)
         batch, length = tf.shape(source)[0], tf.shape(source)[1]
-        padded = tf.cast(bucket_length(length, buckets), tf.int32)
-        if source_limit is not None:
-            padded = tf.maximum(tf.minimum(padded, source_limit), length)
+        padded = tf.cast(bucket_length(length, buckets, source_limit), tf.int32)
         if not rows:
             return tf.cast(search(tf.pad(source, [[0, 0], [0, padded - length]])), tf.int32)
         ladder = tf.constant(buckets.rows)

@@ -9,13 +9,7 @@ import tensorflow as tf
 
 from zoo.artifacts import SENTENCEPIECE_FILE, SERVING_VERSION
 from zoo.data.sentencepiece_vocab import PAD_ID, SentencePieceTokenizer
-from zoo.decoding.text import (
-    BUCKETS,
-    bucketed,
-    padded_length,
-    translate_strings,
-    xla_compiled,
-)
+from zoo.decoding.text import BUCKETS, bucketed, translate_strings, xla_compiled
 from zoo.export.folder import float32_model, save_serving, write_export
 
 __all__ = ["STRINGS", "TextServing", "export_text_serving", "positive_int"]
@@ -149,7 +143,7 @@ class TextServing(tf.Module):
             length = int(self.tokenizer.tokenize(tf.constant([text])).row_lengths()[0])
             if length > limit:
                 break
-            texts.setdefault(padded_length(length, limit), text)
+            texts.setdefault(BUCKETS.padded_length(length, limit), text)
         widths = BUCKETS.widths(limit)
         missing = [width for width in widths if width not in texts]
         if missing:

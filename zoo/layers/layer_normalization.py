@@ -27,7 +27,8 @@ class LayerNormalization(keras.layers.LayerNormalization):
     Example:
         >>> import numpy as np
         >>> x = np.random.default_rng(0).normal(size=(2, 3, 8)).astype("float32")
-        >>> ours, theirs = LayerNormalization(epsilon=1e-5), keras.layers.LayerNormalization(epsilon=1e-5)
+        >>> ours = LayerNormalization(epsilon=1e-5)
+        >>> theirs = keras.layers.LayerNormalization(epsilon=1e-5)
         >>> bool(np.allclose(ours(x), theirs(x), atol=1e-5))
         True
     """

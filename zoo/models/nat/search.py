@@ -166,7 +166,7 @@ def nat_translator_search(model, method, max_length, compile_stage=None, **kwarg
         # stages, since a width read from values cannot be a shape inside one XLA program;
         # the encoder runs in both (it costs far less than the positions it saves).
         lengths = candidates(source_ids)  # (B, l)
-        width = ops.minimum(bucket_length(ops.max(lengths)), max_length)
+        width = bucket_length(ops.max(lengths), source_limit=max_length)
         return refine(source_ids, lengths, ops.zeros((1, width), "int32"))
 
     return search
