@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(INSTALL) -e ".[test]"
 	touch $(STAMP)
 
-# The benchmarks' peers (keras-hub) are an extra: zoo itself never imports them.
+# The benchmarks' peers that zoo does not depend on (the `bench` extra).
 $(BENCH_STAMP): $(STAMP)
 	$(INSTALL) -e ".[test,bench]"
 	touch $(BENCH_STAMP)

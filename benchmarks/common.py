@@ -13,19 +13,6 @@ import tensorflow as tf
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
 
 
-def import_keras_hub():
-    """keras-hub, the peer of the speed benchmarks; without it, a one-line exit that names the
-    extra that installs it (zoo itself never imports it)."""
-    try:
-        import keras_hub
-    except ImportError:
-        raise SystemExit(
-            "keras-hub is not installed: it is the `bench` extra; run `make .venv/.installed-bench`"
-            " (or `pip install -e '.[bench]'`)."
-        ) from None
-    return keras_hub
-
-
 def machine_description():
     """Cores, CPU model, TensorFlow and Keras versions: the context of every figure."""
     cpu = platform.processor() or platform.machine()

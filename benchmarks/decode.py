@@ -46,6 +46,7 @@ from zoo_cli import quiet_native_logs  # noqa: E402
 quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
 
 import keras  # noqa: E402
+import keras_hub  # noqa: E402
 import numpy as np  # noqa: E402
 import sentencepiece as spm  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -53,7 +54,6 @@ import tensorflow as tf  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (  # noqa: E402
     append_results,
-    import_keras_hub,
     machine_description,
     markdown_table,
     time_alternating,
@@ -71,7 +71,6 @@ from zoo.decoding import beam_search, greedy_search, uncached_greedy_search  # n
 from zoo.models import TranslatorConfig, build_translator, translator_config  # noqa: E402
 from zoo.models.translator import step_and_caches  # noqa: E402
 
-keras_hub = import_keras_hub()  # the peer: a one-line exit when it is not installed
 from zoo.tasks import load, translate  # noqa: E402
 
 NEVER = -1  # an EOS id that no token has: every search runs its full length

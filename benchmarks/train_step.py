@@ -16,12 +16,12 @@ from zoo_cli import quiet_native_logs  # noqa: E402
 quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
 
 import keras  # noqa: E402
+import keras_hub  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (  # noqa: E402
     append_results,
-    import_keras_hub,
     machine_description,
     markdown_table,
     measure_matmul_peak,
@@ -35,7 +35,6 @@ from zoo.layers import (  # noqa: E402
     TransformerEncoderBlock,
 )
 
-keras_hub = import_keras_hub()  # the peer: a one-line exit when it is not installed
 
 LAYERS, D_MODEL, HEADS, FF, VOCAB, BATCH, LENGTH, DROPOUT = 3, 256, 8, 1024, 8000, 64, 32, 0.1
 

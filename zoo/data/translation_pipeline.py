@@ -15,7 +15,7 @@ from zoo.data.epoch_order import epoch_shuffled
 from zoo.data.parallel_corpus import SHUFFLE_BUFFER, ParallelCorpus
 from zoo.data.sentencepiece_vocab import PAD_ID
 
-__all__ = ["bucket_spec", "equal_shares", "make_translation_dataset", "prefetched"]
+__all__ = ["bucket_spec", "equal_shares", "make_translation_dataset", "prefetched", "teacher_forcing"]
 
 # Pairs are tokenized this many at a time (one tf-text call per chunk instead of one per pair).
 _TOKENIZE_CHUNK = 1024
@@ -58,6 +58,27 @@ def bucket_spec(batch_tokens, max_length, bucket_width=8, batch_multiple=1):
     upper = list(range(bucket_width, max_length, bucket_width)) + [max_length]
     multiple = batch_multiple
     return upper, [max(multiple, batch_tokens // u // multiple * multiple) for u in upper]
+
+
+def teacher_forcing(source, target, source_limit, max_length, bos_id, eos_id):
+    """Pack token ids for teacher forcing: one example ``(S,)``, ``(T,)`` or a ragged batch.
+
+    The one packing of the translators, shared by this pipeline and their preprocessor
+    (``fit`` on strings, :class:`zoo.models.TranslatorPreprocessor`).
+
+    Returns:
+        ``({"source": source[:source_limit], "target_in": [BOS] + target}, target + [EOS])``,
+        the target cut to ``max_length - 1`` tokens first.
+    """
+    source = source[..., :source_limit]
+    target = target[..., : max_length - 1]
+    rows = tf.shape(target.row_lengths()) if isinstance(target, tf.RaggedTensor) else (
+        tf.shape(target)[:-1])  # fmt: skip
+    column = tf.concat([rows, [1]], 0)  # one BOS or EOS per row
+    bos, eos = tf.fill(column, bos_id), tf.fill(column, eos_id)
+    return {"source": source, "target_in": tf.concat([bos, target], -1)}, tf.concat(
+        [target, eos], -1
+    )
 
 
 def make_translation_dataset(
@@ -192,12 +213,8 @@ def make_translation_dataset(
     def tokenize(src, tgt):  # (C,) strings -> (C, None) ids
         return tokenizer.tokenize(src), tokenizer.tokenize(tgt)
 
-    def teacher_forcing(src, tgt):  # (S,), (T,) ids -> features, labels
-        src = src[:source_limit]
-        tgt = tgt[: max_length - 1]
-        bos = tf.constant([bos_id], tf.int32)
-        eos = tf.constant([eos_id], tf.int32)
-        return {"source": src, "target_in": tf.concat([bos, tgt], 0)}, tf.concat([tgt, eos], 0)
+    def forced(src, tgt):  # (S,), (T,) ids -> features, labels
+        return teacher_forcing(src, tgt, source_limit, max_length, bos_id, eos_id)
 
     def cmlm(src, tgt):  # (S,), (T - 1,) ids -> features, labels
         src = src[:source_limit]
@@ -232,7 +249,7 @@ def make_translation_dataset(
         target = labels["tokens"] if objective == "ctc" else features["target_in"]
         return tf.maximum(tf.shape(features["source"])[0], tf.shape(target)[0])
 
-    objectives = {"teacher_forcing": teacher_forcing, "cmlm": cmlm, "ctc": ctc}
+    objectives = {"teacher_forcing": forced, "cmlm": cmlm, "ctc": ctc}
     if objective not in objectives:
         raise ValueError(f"Unknown objective {objective!r}; expected one of {sorted(objectives)}.")
     source_limit = max_length if max_source_length is None else min(max_source_length, max_length)

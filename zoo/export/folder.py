@@ -47,7 +47,11 @@ def float32_model(model):
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy("float32")  # the sublayers that layers make themselves
     try:
-        copy = keras.models.clone_model(model, clone_function=in_float32)
+        if not type(model).__module__.startswith("keras."):
+            # A model whose config is its constructor's arguments (a keras-hub backbone).
+            copy = type(model).from_config({**model.get_config(), "dtype": "float32"})
+        else:
+            copy = keras.models.clone_model(model, clone_function=in_float32)
     finally:
         keras.config.set_dtype_policy(previous)
     copy.set_weights(model.get_weights())
@@ -89,7 +93,7 @@ def save_serving(module, path, signatures, progress=None, assets_extra=None, war
 
 
 def write_export(output_dir, model, vocabulary_file, write_vocabulary, serving, verbose=False,
-                 version=SERVING_VERSION, assets_extra=None, warmup=None):
+                 version=SERVING_VERSION, assets_extra=None, warmup=None, keras_model=None):
     """Write an export folder; return its path.
 
     Args:
@@ -107,6 +111,8 @@ def write_export(output_dir, model, vocabulary_file, write_vocabulary, serving, 
             a server reads beside the model: the languages) and beside the model here.
         warmup: the requests of TF Serving's warm-up file in the SavedModel's
             ``assets.extra/`` (``[(signature, inputs)]``, :mod:`zoo.export.warmup`).
+        keras_model: what ``model.keras`` holds: the task's model of ``model`` with its
+            vocabulary inside, uncompiled; by default the uncompiled functional ``model``.
     """
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise ValueError(f"version must be a positive integer, got {version!r}.")
@@ -115,7 +121,7 @@ def write_export(output_dir, model, vocabulary_file, write_vocabulary, serving, 
     progress = Progress(3 + len(signatures), enabled=verbose, unit="stage")
     os.makedirs(output_dir, exist_ok=True)
     model = float32_model(model)
-    inference_model = keras.Model(model.input, model.output, name=model.name)
+    inference_model = keras_model or keras.Model(model.input, model.output, name=model.name)
     save_model_atomically(inference_model, os.path.join(output_dir, MODEL_FILE))
     progress.add(1)
     with written_atomically(os.path.join(output_dir, vocabulary_file)) as temporary:

@@ -178,11 +178,12 @@ class TextServing(tf.Module):
 
 
 def export_text_serving(model, serving, output_dir, verbose=False, version=SERVING_VERSION,
-                        assets_extra=None, warmup_xla=False):
+                        assets_extra=None, warmup_xla=False, keras_model=None):
     """Write ``model.keras``, ``sentencepiece.model`` (the tokenizer of ``serving``) and the
     SavedModel of ``serving`` (a :class:`TextServing`) as ``version`` into ``output_dir``,
     with its warm-up file (every ``_xla`` program too with ``warmup_xla``: for a server
-    started with XLA on); return its path."""
+    started with XLA on); return its path. ``keras_model``: what ``model.keras`` holds
+    (:func:`~zoo.export.folder.write_export`)."""
 
     def write_vocabulary(path):
         with open(path, "wb") as f:
@@ -191,5 +192,5 @@ def export_text_serving(model, serving, output_dir, verbose=False, version=SERVI
     return write_export(
         output_dir, model, SENTENCEPIECE_FILE, write_vocabulary, serving, verbose=verbose,
         version=version, assets_extra=assets_extra,
-        warmup=serving.warmup_requests(xla=warmup_xla),
+        warmup=serving.warmup_requests(xla=warmup_xla), keras_model=keras_model,
     )

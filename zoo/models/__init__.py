@@ -1,7 +1,9 @@
-"""zoo.models: functional-API model builders and their presets."""
+"""zoo.models: the models (keras-hub's shape: backbone, preprocessor, task model), their
+builders and presets."""
 
 from zoo.models.translator import PRESETS as TRANSLATOR_PRESETS
-from zoo.models.translator import TranslatorConfig, build_translator
+from zoo.models.optional import HAS_TENSORFLOW
+from zoo.models.translator import TranslatorBackbone, TranslatorConfig, build_translator
 from zoo.models.translator import get_config as translator_config
 from zoo.models.tagger import PRESETS as TAGGER_PRESETS
 from zoo.models.tagger import TaggerConfig, TaggerHead, build_tagger, tagger_heads
@@ -12,6 +14,7 @@ from zoo.models.nat import get_config as nat_config
 
 __all__ = [
     "TRANSLATOR_PRESETS",
+    "TranslatorBackbone",
     "TranslatorConfig",
     "build_translator",
     "translator_config",
@@ -26,3 +29,8 @@ __all__ = [
     "build_nat_translator",
     "nat_config",
 ]
+
+if HAS_TENSORFLOW:  # the task models and their preprocessors tokenize with tf-text
+    from zoo.models.translator import Translator, TranslatorPreprocessor
+
+    __all__ += ["Translator", "TranslatorPreprocessor"]

@@ -63,7 +63,10 @@ def load(folder, task=None, model_file=MODEL_FILE):
     found = task_of(model, os.path.join(os.fspath(folder), model_file))
     if expected is not None and found is not expected:
         raise ValueError(f"{folder} holds a {found.name}, not a {expected.name}")
-    return Loaded(found, model, found.read_vocabulary(folder))
+    model = found.upgrade_model(model, folder)
+    # A task model (keras-hub's shape) holds its vocabulary: no file beside it is needed.
+    inside = getattr(getattr(model, "preprocessor", None), "tokenizer", None)
+    return Loaded(found, model, inside or found.read_vocabulary(folder))
 
 
 def task_of(model, where=None):

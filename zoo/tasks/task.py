@@ -192,6 +192,17 @@ class Task:
     def build_model(self, config):
         raise NotImplementedError
 
+    def inference_model(self, model, config, vocabulary):
+        """What ``model.keras`` holds of a trained ``model``: a model that runs on its own
+        (keras-hub's task model, its vocabulary inside), where the task has one; by default
+        the model itself."""
+        return model
+
+    def upgrade_model(self, model, folder):
+        """The model read from ``folder`` in today's form (a file of an older zoo converted
+        in memory), or a one-line error naming the conversion; by default as it is."""
+        return model
+
     def compile_model(self, model, config, jit_compile=False):
         """Compile ``model`` with its optimizer, loss and metrics; return it."""
         raise NotImplementedError

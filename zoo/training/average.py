@@ -91,6 +91,7 @@ def average_checkpoints(workdir, last):
     if not os.path.exists(path):
         raise FileNotFoundError(f"no trained model at {path}: run `zoo train` first")
     model = read_model(path)
-    average_weights(model, paths[-last:])
+    # A task model's epochs are its backbone's weights: what train() fits.
+    average_weights(getattr(model, "backbone", None) or model, paths[-last:])
     save_model_atomically(model, os.path.join(workdir, MODEL_FILE))
     return model, paths[-last:]

@@ -374,7 +374,8 @@ def train(
     if monitor and os.path.exists(best_path):
         model.load_weights(best_path)
     if chief:
-        save_model_atomically(model, os.path.join(workdir, MODEL_FILE))
+        save_model_atomically(task.inference_model(model, config, vocabulary),
+                              os.path.join(workdir, MODEL_FILE))
     else:
         shutil.rmtree(workdir, ignore_errors=True)  # its backup is of no use once training ended
     return model, history, vocabulary

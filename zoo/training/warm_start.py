@@ -50,6 +50,7 @@ def warm_start(model, folder, task, workdir):
             f"--init-from {folder}: its {task.vocabulary_file} is not this run's (in {workdir}); "
             "start from a model trained with the same vocabulary"
         )
+    source = getattr(source, "backbone", None) or source  # a task model: its backbone's layers
     layers = {layer.name: layer for layer in source.layers}
     copied, kept = [], []
     for layer in model.layers:

@@ -206,11 +206,10 @@ class NewLayers:
 
 
 def translator_layers(model):
-    """The :class:`TranslatorLayers` of a translator, found by their stable names.
+    """The :class:`TranslatorLayers` of a translator: its backbone's roles.
 
-    This is the one place that reads a model by layer names, so a model loaded from a
-    ``.keras`` file (also one saved before the layers had a class of their own) decodes with
-    the same stacks as the builder runs.
+    A functional translator saved by zoo 0.1.0 has no backbone: its layers are found by their
+    stable names, the one place that reads a model so.
 
     Args:
         model: a ``keras.Model`` of :func:`build_translator`, built or loaded.
@@ -221,6 +220,9 @@ def translator_layers(model):
     Raises:
         ValueError: the model lacks a layer a translator has.
     """
+    model = getattr(model, "backbone", None) or model  # a task model: its backbone
+    if hasattr(model, "roles"):
+        return model.roles
     layers = {layer.name: layer for layer in model.layers}
 
     def find(name):

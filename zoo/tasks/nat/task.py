@@ -49,6 +49,12 @@ class NATTask(TranslationTask):
     exporter = staticmethod(export_nat)
     search = staticmethod(nat_translator_search)
 
+    def inference_model(self, model, config, vocabulary):
+        return model  # the NAT is still a functional model, its vocabulary beside it
+
+    def upgrade_model(self, model, folder):
+        return model
+
     def objective(self, config):
         """Masked targets and the length label (``make_translation_dataset``'s ``"cmlm"``); for
         a CTC decoder the targets alone, on sources that fit its upsampling (``"ctc"``)."""

@@ -13,7 +13,14 @@ import tensorflow as tf
 from zoo.artifacts import SERVING_VERSION
 from zoo.export.folder import float32_model
 from zoo.export.text_serving import STRINGS, TextServing, export_text_serving, positive_int
-from zoo.models.translator import translator_layers, translator_search
+# The module, not the package: the package leaves the task model out where TensorFlow was
+# missing when it was first imported (a JAX process that imports TensorFlow later).
+from zoo.models.translator.translator import Translator
+from zoo.models.translator import (
+    TranslatorBackbone,
+    translator_layers,
+    translator_search,
+)
 
 __all__ = ["MAX_BEAM_SIZE", "SIGNATURES", "TranslatorServing", "export_translator"]
 
@@ -231,7 +238,8 @@ def export_translator(
         >>> list(outputs), outputs["translations"].shape, outputs["translations"][1].numpy()
         (['translations'], TensorShape([2]), b'')
     """
-    model = float32_model(model)  # once: the serving module and write_export then keep it
+    # once: the serving module and write_export then keep it
+    model = float32_model(getattr(model, "backbone", None) or model)
     serving = TranslatorServing(
         model,
         tokenizer,
@@ -241,5 +249,12 @@ def export_translator(
         alpha=alpha,
     )
 
+    translator = None  # a functional translator of zoo 0.1.0 is written as it is
+    if isinstance(model, TranslatorBackbone):
+        layers = translator_layers(model)
+        translator = Translator.from_backbone(
+            model, serving.tokenizer, layers.max_source_length or layers.max_length
+        )
     return export_text_serving(model, serving, output_dir, verbose=verbose, version=version,
-                               assets_extra=assets_extra, warmup_xla=warmup_xla)
+                               assets_extra=assets_extra, warmup_xla=warmup_xla,
+                               keras_model=translator)

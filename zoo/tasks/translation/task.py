@@ -9,6 +9,7 @@ Search: :func:`zoo.models.translator.translator_search` in the strings frame. Va
 SentencePiece model and a strings-to-strings SavedModel.
 """
 
+import json
 import os
 import random
 import sys
@@ -17,7 +18,7 @@ from dataclasses import replace
 import keras
 import sentencepiece
 
-from zoo.artifacts import SENTENCEPIECE_FILE, SENTENCEPIECE_PREFIX
+from zoo.artifacts import CONFIG_FILE, SENTENCEPIECE_FILE, SENTENCEPIECE_PREFIX
 from zoo.data import (
     BOS_ID,
     EOS_ID,
@@ -30,8 +31,12 @@ from zoo.data import (
     train_sentencepiece,
 )
 from zoo.decoding.text import translate_sentences
+# The module, not the package: the package leaves the task model out where TensorFlow was
+# missing when it was first imported (a JAX process that imports TensorFlow later).
+from zoo.models.translator.translator import Translator
 from zoo.models.translator import (
     PRESETS,
+    TranslatorBackbone,
     TranslatorConfig,
     build_translator,
     translator_layers,
@@ -192,6 +197,26 @@ class TranslationTask(Task):
 
     def build_model(self, config):
         return build_translator(config)
+
+    def inference_model(self, model, config, vocabulary):
+        """A :class:`~zoo.models.Translator`: the backbone and its SentencePiece model."""
+        backbone = getattr(model, "backbone", None) or model
+        return Translator.from_backbone(backbone, vocabulary, config.max_length)
+
+    def upgrade_model(self, model, folder):
+        """A functional translator of zoo 0.1.0 (no backbone) as a backbone with its weights,
+        built from the architecture in the folder's ``config.json``."""
+        if isinstance(model, (Translator, TranslatorBackbone)):
+            return model
+        path = os.path.join(os.fspath(folder), CONFIG_FILE)
+        if not os.path.exists(path):
+            raise ValueError(f"{folder} holds a {self.name} of zoo 0.1.0, whose architecture "
+                             f"is in {CONFIG_FILE}, missing here; `zoo export` of its workdir "
+                             "writes it in today's form")  # fmt: skip
+        with open(path) as f:
+            saved = json.load(f)
+        fields = {k: v for k, v in saved.items() if k in TranslatorConfig.__dataclass_fields__}
+        return TranslatorBackbone.from_functional(model, self.config_class(**fields))
 
     def compile_model(self, model, config, jit_compile=False):
         """:func:`~zoo.training.make_optimizer` and label-smoothed masked cross entropy."""

@@ -1,0 +1,127 @@
+"""The translator in keras-hub's shape: backbone, preprocessor and task model."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.harness import REPO_ROOT
+from zoo.data import BOS_ID, EOS_ID, load_multi30k, make_translation_dataset, train_sentencepiece
+from zoo.models import Translator, TranslatorBackbone, TranslatorPreprocessor, translator_config
+from zoo.models.translator import translator_layers
+
+PAIRS = load_multi30k("val")[:64]
+
+
+@pytest.fixture(scope="module")
+def vocabulary(tmp_path_factory):
+    texts = [s for pair in load_multi30k("val") for s in pair]
+    return train_sentencepiece(texts, tmp_path_factory.mktemp("sp") / "sp", vocab_size=400)
+
+
+@pytest.fixture(scope="module")
+def translator(vocabulary):
+    keras.utils.set_random_seed(0)
+    return Translator.from_architecture("tiny", vocabulary, max_length=24)
+
+
+def test_the_backbone_config_is_its_architecture():
+    config = translator_config("tiny", vocab_size=50, cross_attention_layers=(0,))
+    backbone = TranslatorBackbone.from_training_config(config)
+    saved = backbone.get_config()
+    assert saved["vocab_size"] == 50 and saved["cross_attention_layers"] == [0]
+    assert not {"learning_rate", "epochs", "batch_tokens", "shuffle_buffer"} & set(saved)
+    rebuilt = TranslatorBackbone.from_config(saved)
+    rebuilt.set_weights(backbone.get_weights())
+    ids = {"source": np.array([[5, 6, 0]]), "target_in": np.array([[2, 7]])}
+    np.testing.assert_allclose(rebuilt(ids), backbone(ids), atol=1e-6)
+    # The searches read the layers by role, not by their names.
+    assert translator_layers(backbone) is backbone.roles
+    assert backbone.roles.encoder_outputs[0].name == "encoder_output_0"
+
+
+def test_a_bad_architecture_is_refused_by_name():
+    with pytest.raises(ValueError, match="cross_attention"):
+        TranslatorBackbone(vocab_size=50, cross_attention="sideways")
+
+
+def test_the_preprocessor_packs_as_the_training_pipeline_does(vocabulary):
+    preprocessor = TranslatorPreprocessor(vocabulary, max_length=12)
+    sources, targets = [s for s, _ in PAIRS[:8]], [t for _, t in PAIRS[:8]]
+    x, y, weights = preprocessor(sources, targets)
+    tokens = preprocessor.tokenizer.tokenize(tf.constant(sources)).to_list()
+    assert [[i for i in row if i] for row in x["source"].numpy().tolist()] == [
+        row[:12] for row in tokens
+    ]
+    assert set(x["target_in"][:, 0].numpy()) == {BOS_ID}
+    lengths = np.sum(y.numpy() != 0, axis=1)
+    assert all(y.numpy()[i, n - 1] == EOS_ID for i, n in enumerate(lengths))
+    np.testing.assert_array_equal(weights.numpy(), (y.numpy() != 0).astype("float32"))
+    # The same examples as the training pipeline's, row by row.
+    pipeline = make_translation_dataset(PAIRS[:8], preprocessor.tokenizer, batch_tokens=4096,
+                                        max_length=12, shuffle=False, long_pairs="truncate")
+
+    def rows(features, labels):
+        return {tuple(tuple(int(i) for i in row if i) for row in (s, t, o)) for s, t, o in
+                zip(features["source"].numpy(), features["target_in"].numpy(), labels.numpy())}
+
+    expected = set().union(*(rows(f, l) for f, l in pipeline))
+    assert rows(x, y) == expected
+
+
+def test_generate_is_strings_in_strings_out(translator):
+    outputs = translator.generate(["A dog runs.", ""], method="greedy")
+    assert len(outputs) == 2 and all(isinstance(text, str) for text in outputs)
+    assert outputs[1] == ""
+    assert isinstance(translator.generate("A dog runs.", method="greedy"), str)
+    with pytest.raises(ValueError, match="sampler"):
+        translator.compile(sampler="nucleus")
+
+
+def test_fit_on_string_pairs_lowers_the_loss(translator):
+    data = tf.data.Dataset.from_tensor_slices(
+        ([s for s, _ in PAIRS], [t for _, t in PAIRS])
+    ).batch(16)
+    translator.compile(optimizer=keras.optimizers.Adam(3e-3))
+    history = translator.fit(data, epochs=4, verbose=0)
+    losses = history.history["loss"]
+    assert losses[-1] < 0.9 * losses[0], losses
+
+
+def test_load_model_alone_in_a_fresh_process_gives_a_translator(translator, tmp_path):
+    translator.save(tmp_path / "model.keras")
+    expected = translator.generate(["A dog runs.", "Two men."], method="greedy")
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(tmp_path / "model.keras", alone)
+    script = (
+        "import sys, keras, zoo\n"
+        "m = keras.models.load_model(sys.argv[1])\n"
+        "print(type(m).__name__)\n"
+        "print('\\n'.join(m.generate(['A dog runs.', 'Two men.'], method='greedy')))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script, str(alone / "model.keras")],
+                            capture_output=True, text=True, cwd=str(alone), check=True)  # fmt: skip
+    assert result.stdout.splitlines() == ["Translator", *expected]
+
+
+def test_from_preset_names_the_shipped_translator_and_reads_folders(tmp_path):
+    link = os.path.join(REPO_ROOT, "zoo", "models", "translator", "presets",
+                        "translator-en-de.keras")  # fmt: skip
+    assert os.path.realpath(link) == os.path.realpath(
+        os.path.join(REPO_ROOT, "saved_models", "translator-en-de", "model.keras")
+    )
+    with pytest.raises(ValueError, match="neither a shipped translator"):
+        Translator.from_preset("translator-xx-yy")
+    with pytest.raises(FileNotFoundError, match="no model"):
+        Translator.from_preset(str(tmp_path))
+
+
+def test_the_shipped_translator_loads_by_name_and_translates():
+    translator = Translator.from_preset("translator-en-de")
+    assert translator.generate(["A dog runs."], method="greedy")[0].startswith("Ein Hund")
