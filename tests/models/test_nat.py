@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-import zoo.models.nat.build as nat_build
+import zoo.models.nat.backbone as nat_backbone
 import zoo.models.nat.inference as nat_inference
 from zoo.models.nat import (
     MASK_ID,
@@ -146,7 +146,7 @@ def test_bad_config_is_named():
         nat_modes(build_translator(get_config("tiny")))
 
 
-@pytest.mark.parametrize("module", [nat_build, nat_inference])
+@pytest.mark.parametrize("module", [nat_backbone, nat_inference])
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

@@ -116,7 +116,7 @@ def test_from_preset_names_the_shipped_translator_and_reads_folders(tmp_path):
     assert os.path.realpath(link) == os.path.realpath(
         os.path.join(REPO_ROOT, "saved_models", "translator-en-de", "model.keras")
     )
-    with pytest.raises(ValueError, match="neither a shipped translator"):
+    with pytest.raises(ValueError, match="neither a shipped model"):
         Translator.from_preset("translator-xx-yy")
     with pytest.raises(FileNotFoundError, match="no model"):
         Translator.from_preset(str(tmp_path))

@@ -9,7 +9,7 @@ from zoo.models.tagger import PRESETS as TAGGER_PRESETS
 from zoo.models.tagger import TaggerConfig, TaggerHead, build_tagger, tagger_heads
 from zoo.models.tagger import get_config as tagger_config
 from zoo.models.nat import PRESETS as NAT_PRESETS
-from zoo.models.nat import NATConfig, build_nat_translator
+from zoo.models.nat import NATBackbone, NATConfig, build_nat_translator
 from zoo.models.nat import get_config as nat_config
 
 __all__ = [
@@ -25,12 +25,14 @@ __all__ = [
     "tagger_config",
     "tagger_heads",
     "NAT_PRESETS",
+    "NATBackbone",
     "NATConfig",
     "build_nat_translator",
     "nat_config",
 ]
 
 if HAS_TENSORFLOW:  # the task models and their preprocessors tokenize with tf-text
+    from zoo.models.nat import NATTranslator
     from zoo.models.translator import Translator, TranslatorPreprocessor
 
-    __all__ += ["Translator", "TranslatorPreprocessor"]
+    __all__ += ["NATTranslator", "Translator", "TranslatorPreprocessor"]

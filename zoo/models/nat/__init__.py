@@ -9,7 +9,7 @@ first EOS), or a CTC decoder over the upsampled source. The saved model's layers
 choices (:func:`nat_modes`).
 """
 
-from zoo.models.nat.build import build_nat_translator
+from zoo.models.nat.backbone import NATBackbone, build_nat_translator
 from zoo.models.nat.config import (
     DECODER_INPUTS,
     DECODERS,
@@ -36,6 +36,10 @@ from zoo.models.nat.search import (
     nat_length_candidates,
     nat_translator_search,
 )
+from zoo.models.optional import HAS_TENSORFLOW
+
+if HAS_TENSORFLOW:  # the task model and its preprocessor (tf-text)
+    from zoo.models.nat.translator import NATTranslator
 
 __all__ = [
     "DECODERS",
@@ -44,6 +48,7 @@ __all__ = [
     "MASK_ID",
     "NAT_DEFAULTS",
     "PRESETS",
+    "NATBackbone",
     "NATConfig",
     "NATModes",
     "build_nat_translator",

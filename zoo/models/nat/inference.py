@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from keras import ops
 
-from zoo.models.nat.build import nat_decoder_stack
+from zoo.models.nat.backbone import nat_decoder_stack
 from zoo.models.nat.config import COPY_LAYER, CTC_LAYER, CTC_OUTPUT
 from zoo.models.translator import encode, translator_layers
 from zoo.models.translator.stacks import decoder_stack
@@ -65,7 +65,7 @@ def nat_modes(model):
     Raises:
         ValueError: the model has no ``length_predictor`` and no CTC decoder (not a NAT).
     """
-    layers = {layer.name: layer for layer in model.layers}
+    layers = {layer.name: layer for layer in _backbone(model).layers}
     if CTC_LAYER in layers:
         return NATModes("upsampled", "none", 0, layers[CTC_LAYER].factor)
     if "length_predictor" not in layers:
@@ -110,7 +110,7 @@ def nat_encode(model, source_ids):
         ``(B, 2K + 1)``.
     """
     memory, source_padding = encode(model, source_ids)  # the translator's encoder, as it runs
-    scores = model.get_layer("length_predictor")(memory, padding_mask=source_padding)
+    scores = _backbone(model).get_layer("length_predictor")(memory, padding_mask=source_padding)
     return memory, source_padding, ops.cast(scores, "float32")
 
 
@@ -157,12 +157,12 @@ def ctc_logits(model, source_ids):
     the blank certain at the padded positions (as :func:`build_nat_translator` runs it)."""
     layers = translator_layers(model)
     memory, source_padding = encode(model, source_ids)
-    ids = model.get_layer(CTC_LAYER)(ops.cast(source_ids, "int32"))  # (B, kS)
+    ids = _backbone(model).get_layer(CTC_LAYER)(ops.cast(source_ids, "int32"))  # (B, kS)
     logits, _, _ = decoder_stack(
         layers, ids, memory, padding_mask=ops.not_equal(ids, 0),
         encoder_padding_mask=source_padding, use_causal_mask=False, training=False,
     )  # fmt: skip
-    return ops.cast(model.get_layer(CTC_OUTPUT)(logits, ids), "float32")
+    return ops.cast(_backbone(model).get_layer(CTC_OUTPUT)(logits, ids), "float32")
 
 
 def nat_source_positions(model):
@@ -174,7 +174,13 @@ def nat_source_positions(model):
 
 
 def _copy_layer(model):
-    return next((layer for layer in model.layers if layer.name == COPY_LAYER), None)
+    return next((layer for layer in _backbone(model).layers if layer.name == COPY_LAYER), None)
+
+
+def _backbone(model):
+    """A task model's backbone, which holds the layers; a backbone (or a functional NAT of zoo
+    0.1.0) as it is."""
+    return getattr(model, "backbone", None) or model
 
 
 def decode_and_lengths(model, source_ids, max_length, length_beam=1):

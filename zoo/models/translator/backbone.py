@@ -12,13 +12,12 @@ from zoo.layers import GuidedAttention, ScheduledSampling
 from zoo.models.translator.config import TranslatorConfig
 from zoo.models.translator.stacks import (
     NewLayers,
-    TranslatorLayers,
     copy_inputs,
     decoder_stack,
     encoder_stack,
 )
 
-__all__ = ["ARCHITECTURE_FIELDS", "TranslatorBackbone"]
+__all__ = ["ARCHITECTURE_FIELDS", "TranslatorBackbone", "with_weights_of"]
 
 # The fields of a TranslatorConfig that make the architecture: the backbone's arguments.
 ARCHITECTURE_FIELDS = (
@@ -122,12 +121,7 @@ class TranslatorBackbone(Backbone):
                 sigma=guided_attention_sigma, name="guided_attention",
             )  # fmt: skip
             logits = guide(logits, cross, decoder_input, source)  # the loss added in training
-        roles = TranslatorLayers(
-            made.source_embedding, made.target_embedding, tuple(made.encoder_blocks),
-            tuple(made.decoder_blocks), encoder_norm=made.encoder_norm,
-            decoder_norm=made.decoder_norm, output_projection=made.output_projection,
-            encoder_outputs=made.encoder_outputs, pointer_generator=made.pointer_generator,
-        )  # fmt: skip
+        roles = made.roles()
         super().__init__(
             inputs={"source": source, "target_in": target_in},
             outputs=logits,
@@ -159,14 +153,7 @@ class TranslatorBackbone(Backbone):
             config: the :class:`~zoo.models.translator.TranslatorConfig` of its workdir's
                 ``config.json``.
         """
-        backbone = cls.from_training_config(config, name=model.name)
-        old = [weight.path for weight in model.weights]
-        new = [weight.path for weight in backbone.weights]
-        if old != new:
-            raise ValueError(f"{model.name!r} does not have the weights of its config.json's "
-                             f"translator: {len(old)} weights against {len(new)}")  # fmt: skip
-        backbone.set_weights(model.get_weights())
-        return backbone
+        return with_weights_of(cls.from_training_config(config, name=model.name), model)
 
     def get_config(self):
         config = super().get_config()
@@ -176,3 +163,14 @@ class TranslatorBackbone(Backbone):
         config.update(arguments)
         return config
 
+
+def with_weights_of(backbone, model):
+    """``backbone`` with the weights of ``model``, a functional model of zoo 0.1.0 of the same
+    layers (its weights in the same order, by the same paths); a one-line error otherwise."""
+    old = [weight.path for weight in model.weights]
+    new = [weight.path for weight in backbone.weights]
+    if old != new:
+        raise ValueError(f"{model.name!r} does not have the weights of its config.json's "
+                         f"{backbone.name}: {len(old)} weights against {len(new)}")  # fmt: skip
+    backbone.set_weights(model.get_weights())
+    return backbone

@@ -199,6 +199,15 @@ class NewLayers:
             return None  # tied to the target embedding
         return keras.layers.Dense(self.config.vocab_size, name="output_projection")
 
+    def roles(self):
+        """The :class:`TranslatorLayers` made, once the stacks have run."""
+        return TranslatorLayers(
+            self.source_embedding, self.target_embedding, tuple(self.encoder_blocks),
+            tuple(self.decoder_blocks), encoder_norm=self.encoder_norm,
+            decoder_norm=self.decoder_norm, output_projection=self.output_projection,
+            encoder_outputs=self.encoder_outputs, pointer_generator=self.pointer_generator,
+        )  # fmt: skip
+
     def _final_norm(self, name):
         if not self.config.normalize_first:
             return None  # post-LN blocks end normalized

@@ -18,12 +18,7 @@ from zoo.models.translator.preprocessor import TranslatorPreprocessor
 from zoo.models.translator.search import METHODS, translator_search
 from zoo.models.translator.stacks import translator_layers
 
-__all__ = ["SHIPPED", "Translator"]
-
-PRESETS_DIR = os.path.join(os.path.dirname(__file__), "presets")
-# The trained translators that ship with zoo, by name: package data, so that they load from an
-# installed zoo too. Each is a link to its one copy in git, saved_models/NAME/model.keras.
-SHIPPED = ("translator-en-de",)
+__all__ = ["Translator"]
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -43,6 +38,13 @@ class Translator(Seq2SeqLM):
 
     backbone_cls = TranslatorBackbone
     preprocessor_cls = TranslatorPreprocessor
+    # The trained models that ship with zoo, by name: package data in presets/, so that they
+    # load from an installed zoo too; each a link to its one copy in git,
+    # saved_models/NAME/model.keras.
+    shipped = ("translator-en-de",)
+    presets_dir = os.path.join(os.path.dirname(__file__), "presets")
+    methods = METHODS  # the searches of generate
+    search = staticmethod(translator_search)  # (backbone, method, max_length, ...) -> ids search
 
     def __init__(self, backbone, preprocessor=None, **kwargs):
         self.backbone = backbone
@@ -53,7 +55,7 @@ class Translator(Seq2SeqLM):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
     def compile(self, optimizer="auto", loss="auto", *, weighted_metrics="auto",
-                sampler="beam", **kwargs):  # fmt: skip
+                sampler=None, **kwargs):  # fmt: skip
         """Keras's ``compile``, with defaults for fine-tuning, and the search of ``generate``.
 
         Args:
@@ -61,10 +63,13 @@ class Translator(Seq2SeqLM):
             loss: ``"auto"`` is the cross entropy over the logits (the preprocessor's sample
                 weights leave the padding out).
             weighted_metrics: ``"auto"`` is the token accuracy.
-            sampler: the search of :meth:`generate`: ``"beam"``, ``"greedy"`` or ``"sample"``.
+            sampler: the search of :meth:`generate`: ``"beam"`` (None: the first of
+                :attr:`methods`), ``"greedy"`` or ``"sample"``.
         """
-        if sampler not in METHODS:
-            raise ValueError(f"sampler={sampler!r}: the translator's searches are {METHODS}")
+        sampler = sampler or self.methods[0]
+        if sampler not in self.methods:
+            raise ValueError(f"sampler={sampler!r}: the {type(self).__name__}'s searches are "
+                             f"{self.methods}")  # fmt: skip
         if optimizer == "auto":
             optimizer = keras.optimizers.Adam(1e-4)
         if loss == "auto":
@@ -75,12 +80,17 @@ class Translator(Seq2SeqLM):
                             weighted_metrics=weighted_metrics, **kwargs)  # fmt: skip
         self.sampler = sampler
 
+    def get_config(self):
+        # Loaded as it was saved: compiled (by compile_from_config) only if it was compiled,
+        # so that Keras finds no optimizer to look for in a file without one.
+        return {**super().get_config(), "compile": False}
+
     def get_compile_config(self):
         # Only the search: a loaded translator is compiled afresh with the defaults.
-        return {"sampler": getattr(self, "sampler", "beam")}
+        return {"sampler": self.sampler} if self.compiled else None
 
     def compile_from_config(self, config):
-        self.compile(sampler=config.get("sampler", "beam"))
+        self.compile(sampler=config.get("sampler"))
 
     def generate(self, inputs, method=None, beam_size=4, max_length=None, batch_size=64,
                  verbose=False, **search_options):  # fmt: skip
@@ -102,30 +112,41 @@ class Translator(Seq2SeqLM):
         single = isinstance(inputs, str)
         outputs = translate_sentences(
             self.backbone, self.preprocessor.tokenizer, [inputs] if single else list(inputs),
-            translator_search, translator_layers(self.backbone).max_source_length,
-            method=method or getattr(self, "sampler", "beam"), beam_size=beam_size,
-            max_length=max_length, batch_size=batch_size, verbose=verbose, **search_options,
+            self.search, self.source_limit(),
+            method=method or getattr(self, "sampler", None) or self.methods[0],
+            beam_size=beam_size, max_length=max_length, batch_size=batch_size, verbose=verbose,
+            **self.search_options(search_options),
         )  # fmt: skip
         return outputs[0] if single else outputs
 
+    def source_limit(self):
+        """The most source tokens the backbone reads (its source positions)."""
+        return translator_layers(self.backbone).max_source_length
+
+    def search_options(self, options):
+        """The search's options as :meth:`generate` passes them on (here: as given)."""
+        return options
+
     @classmethod
     def from_preset(cls, preset, load_weights=True, **kwargs):
-        """A trained translator: a shipped one's name (:data:`SHIPPED`), a ``.keras`` file,
-        or a folder that holds ``model.keras`` (a workdir, an export)."""
+        """A trained model: a shipped one's name (:attr:`shipped`), a ``.keras`` file, or a
+        folder that holds ``model.keras`` (a workdir, an export)."""
         path = os.fspath(preset)
-        if path in SHIPPED:
-            path = os.path.join(PRESETS_DIR, f"{path}.keras")
+        if path in cls.shipped:
+            path = os.path.join(cls.presets_dir, f"{path}.keras")
         elif os.path.isdir(path):
             path = os.path.join(path, "model.keras")
         elif not path.endswith(".keras"):
-            raise ValueError(f"{preset!r} is neither a shipped translator ({', '.join(SHIPPED)})"
-                             ", a .keras file nor a folder with model.keras")  # fmt: skip
+            raise ValueError(f"{preset!r} is neither a shipped model ({', '.join(cls.shipped)}),"
+                             " a .keras file nor a folder with model.keras")  # fmt: skip
         if not os.path.exists(path):
             raise FileNotFoundError(f"{preset}: no model at {path}")
         model = keras.models.load_model(path, **kwargs)
         if not isinstance(model, cls):
-            raise ValueError(f"{path} holds a {type(model).__name__}, not a {cls.__name__} "
-                             "(a model saved by zoo 0.1.0? `zoo upgrade` converts it)")  # fmt: skip
+            raise ValueError(f"{path} holds a {type(model).__name__}, not a {cls.__name__} (a "
+                             "model of zoo 0.1.0? `zoo export` of its workdir writes it anew)")  # fmt: skip
+        if not model.compiled:
+            model.compile()  # ready to fine-tune, as keras-hub's from_preset gives
         return model
 
     @classmethod
@@ -134,7 +155,7 @@ class Translator(Seq2SeqLM):
         training run's backbone carries its optimizer, whose config a loader would need) and
         the vocabulary (a :class:`~zoo.data.SentencePieceTokenizer` or a ``.model`` path).
         Uncompiled, so that its file holds no optimizer; loading compiles it afresh."""
-        copy = type(backbone).from_config(backbone.get_config())
+        copy = cls.backbone_cls.from_config(backbone.get_config())
         copy.set_weights(backbone.get_weights())
         preprocessor = TranslatorPreprocessor(vocabulary, max_length=max_length)
         return cls(copy, preprocessor, **{"compile": False, **kwargs})

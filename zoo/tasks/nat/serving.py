@@ -10,7 +10,8 @@ from zoo.artifacts import SERVING_VERSION
 from zoo.decoding.nat import MAX_ITERATIONS, MAX_LENGTH_BEAM
 from zoo.export.folder import float32_model
 from zoo.export.text_serving import STRINGS, TextServing, export_text_serving, positive_int
-from zoo.models.nat import nat_counts, nat_source_positions, nat_translator_search
+from zoo.models.nat import NATBackbone, nat_counts, nat_source_positions, nat_translator_search
+from zoo.models.nat.translator import NATTranslator  # the module: see zoo/tasks/translation
 from zoo.models.translator import translator_layers
 
 __all__ = ["NAT_SIGNATURES", "NATServing", "export_nat"]
@@ -205,7 +206,8 @@ def export_nat(
         ValueError: a model that is not a NAT, a vocabulary that does not fit it, or a length
             or count out of range.
     """
-    model = float32_model(model)  # once: the serving module and write_export then keep it
+    # once: the serving module and write_export then keep it
+    model = float32_model(getattr(model, "backbone", None) or model)
     serving = NATServing(
         model,
         tokenizer,
@@ -214,5 +216,8 @@ def export_nat(
         default_iterations=default_iterations,
         default_length_beam=default_length_beam,
     )
+    nat = None  # a functional NAT of zoo 0.1.0 is written as it is
+    if isinstance(model, NATBackbone):
+        nat = NATTranslator.from_backbone(model, serving.tokenizer, nat_source_positions(model))
     return export_text_serving(model, serving, output_dir, verbose=verbose, version=version,
-                               assets_extra=assets_extra, warmup_xla=warmup_xla)
+                               assets_extra=assets_extra, warmup_xla=warmup_xla, keras_model=nat)

@@ -20,6 +20,7 @@ from zoo.models.nat import (
     nat_source_positions,
     nat_translator_search,
 )
+from zoo.models.nat.translator import NATTranslator  # the module: see zoo/tasks/translation
 from zoo.tasks.loading import load_trained
 from zoo.tasks.nat.serving import export_nat
 from zoo.tasks.translation.evaluation import evaluate_translator
@@ -48,12 +49,7 @@ class NATTask(TranslationTask):
     default_method = "mask_predict"
     exporter = staticmethod(export_nat)
     search = staticmethod(nat_translator_search)
-
-    def inference_model(self, model, config, vocabulary):
-        return model  # the NAT is still a functional model, its vocabulary beside it
-
-    def upgrade_model(self, model, folder):
-        return model
+    task_model = NATTranslator
 
     def objective(self, config):
         """Masked targets and the length label (``make_translation_dataset``'s ``"cmlm"``); for

@@ -36,7 +36,6 @@ from zoo.decoding.text import translate_sentences
 from zoo.models.translator.translator import Translator
 from zoo.models.translator import (
     PRESETS,
-    TranslatorBackbone,
     TranslatorConfig,
     build_translator,
     translator_layers,
@@ -88,6 +87,7 @@ class TranslationTask(Task):
     predict_verb = "translate"
     default_method = "beam"
     search = staticmethod(translator_search)  # (model, method, max_length, ...) -> ids search
+    task_model = Translator  # what model.keras holds: keras-hub's shape
 
     def load_data(self, split):
         return load_multi30k(split)
@@ -199,14 +199,15 @@ class TranslationTask(Task):
         return build_translator(config)
 
     def inference_model(self, model, config, vocabulary):
-        """A :class:`~zoo.models.Translator`: the backbone and its SentencePiece model."""
+        """The task model (:attr:`task_model`): the backbone and its SentencePiece model."""
         backbone = getattr(model, "backbone", None) or model
-        return Translator.from_backbone(backbone, vocabulary, config.max_length)
+        return self.task_model.from_backbone(backbone, vocabulary, config.max_length)
 
     def upgrade_model(self, model, folder):
         """A functional translator of zoo 0.1.0 (no backbone) as a backbone with its weights,
         built from the architecture in the folder's ``config.json``."""
-        if isinstance(model, (Translator, TranslatorBackbone)):
+        backbone_class = self.task_model.backbone_cls
+        if isinstance(model, (self.task_model, backbone_class)):
             return model
         path = os.path.join(os.fspath(folder), CONFIG_FILE)
         if not os.path.exists(path):
@@ -215,8 +216,8 @@ class TranslationTask(Task):
                              "writes it in today's form")  # fmt: skip
         with open(path) as f:
             saved = json.load(f)
-        fields = {k: v for k, v in saved.items() if k in TranslatorConfig.__dataclass_fields__}
-        return TranslatorBackbone.from_functional(model, self.config_class(**fields))
+        fields = {k: v for k, v in saved.items() if k in self.config_class.__dataclass_fields__}
+        return backbone_class.from_functional(model, self.config_class(**fields))
 
     def compile_model(self, model, config, jit_compile=False):
         """:func:`~zoo.training.make_optimizer` and label-smoothed masked cross entropy."""

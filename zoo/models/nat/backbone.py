@@ -1,7 +1,9 @@
-"""The functional NAT: the translator's public stacks, a length predictor, and a decoder
-without the causal mask (reading mask tokens, or a uniform copy of the source)."""
+"""The NAT's backbone: the translator's public stacks, a length predictor, and a decoder
+without the causal mask (reading mask tokens, or a uniform copy of the source), as a keras-hub
+Backbone whose config is its architecture."""
 
 import keras
+from keras_hub.models import Backbone
 
 from zoo.layers import (
     AllMasked,
@@ -13,14 +15,30 @@ from zoo.layers import (
     SourceUpsampling,
     UniformCopy,
 )
-from zoo.models.nat.config import COPY_LAYER, CTC_LAYER, CTC_OUTPUT, MASK_ID
+from zoo.models.nat.config import COPY_LAYER, CTC_LAYER, CTC_OUTPUT, MASK_ID, NATConfig
+from zoo.models.translator.backbone import ARCHITECTURE_FIELDS, with_weights_of
 from zoo.models.translator.stacks import NewLayers, decoder_stack, encoder_stack
 
-__all__ = ["build_nat_translator", "nat_decoder_stack"]
+__all__ = ["NAT_ARCHITECTURE_FIELDS", "NATBackbone", "build_nat_translator", "nat_decoder_stack"]
+
+# The NAT's architecture: the translator's, less what it refuses (a left-to-right decoder's
+# techniques), and its own fields.
+NAT_ARCHITECTURE_FIELDS = tuple(
+    field for field in ARCHITECTURE_FIELDS
+    if not field.startswith(("scheduled_sampling", "guided_attention", "copy_mechanism",
+                             "cross_attention"))
+) + ("cross_attention_score", "decoder_input", "length_mode", "decoder", "ctc_upsample",
+     "glancing_ratio", "glancing_ratio_end", "glancing_anneal_steps", "max_offset")  # fmt: skip
 
 
 def build_nat_translator(config):
-    """A functional NAT: ``{"source", "target_in"}`` ids -> token logits and length scores.
+    """A new :class:`NATBackbone` of a :class:`NATConfig`."""
+    return NATBackbone.from_training_config(config)
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class NATBackbone(Backbone):
+    """The NAT: ``{"source", "target_in"}`` ids -> token logits and length scores.
 
     Layer names are the translator's (``embedding`` or ``source_embedding``/
     ``target_embedding``, ``encoder_block_{i}``, ``encoder_norm``, ``decoder_block_{i}``,
@@ -33,7 +51,14 @@ def build_nat_translator(config):
     ``glancing_ratio`` reads the gold target as ``target_in`` too (to align and reveal it).
 
     Args:
-        config: a :class:`NATConfig`.
+        **architecture: the fields of :class:`NATConfig` named in
+            :data:`NAT_ARCHITECTURE_FIELDS` (see it for each one's meaning); the others at
+            its defaults.
+        name: the model's name, ``"nat"`` (the task's).
+
+    Call arguments:
+        inputs: ``{"source": (B, S), "target_in": (B, T)}`` int32 ids (``{"source"}`` alone
+            for a CTC decoder without glancing).
 
     Returns:
         A ``keras.Model`` mapping ``{"source": (B, S), "target_in": (B, T)}`` int32 ids (0 is
@@ -42,8 +67,8 @@ def build_nat_translator(config):
         (B, 2K + 1) offset scores}``.
 
     Example:
-        >>> from zoo.models.nat import build_nat_translator, get_config
-        >>> model = build_nat_translator(get_config("tiny"))
+        >>> from zoo.models.nat import NATBackbone, get_config
+        >>> model = NATBackbone.from_training_config(get_config("tiny"))
         >>> {name: tuple(output.shape) for name, output in sorted(model.output.items())}
         {'length': (None, 17), 'tokens': (None, None, 1000)}
 
@@ -51,8 +76,41 @@ def build_nat_translator(config):
         Ghazvininejad et al. 2019, "Mask-Predict: Parallel Decoding of Conditional Masked
         Language Models"; Gu et al. 2018, "Non-Autoregressive Neural Machine Translation".
     """
+
+    def __init__(self, name="nat", dtype=None, **kwargs):
+        architecture = {field: kwargs.pop(field) for field in NAT_ARCHITECTURE_FIELDS
+                        if field in kwargs}  # fmt: skip
+        config = NATConfig(**architecture)  # its checks name a bad argument
+        made = NewLayers(config)
+        inputs, outputs = _nat_graph(config, made)
+        super().__init__(inputs=inputs, outputs=outputs, name=name, dtype=dtype, **kwargs)
+        self._roles = made.roles()
+        self._architecture = architecture
+
+    @property
+    def roles(self):
+        """The translator's :class:`~zoo.models.translator.TranslatorLayers` it runs."""
+        return self._roles
+
+    @classmethod
+    def from_training_config(cls, config, name="nat"):
+        """The backbone of a :class:`NATConfig`'s architecture."""
+        return cls(**{field: getattr(config, field) for field in NAT_ARCHITECTURE_FIELDS},
+                   name=name)  # fmt: skip
+
+    @classmethod
+    def from_functional(cls, model, config):
+        """The backbone of a functional NAT saved by zoo 0.1.0 (``model``), with its weights;
+        ``config``: the :class:`NATConfig` of its workdir's ``config.json``."""
+        return with_weights_of(cls.from_training_config(config, name=model.name), model)
+
+    def get_config(self):
+        return {**super().get_config(), **self._architecture}
+
+
+def _nat_graph(config, layers):
+    """The NAT's inputs and outputs on symbolic inputs, over the layers of ``NewLayers``."""
     source = keras.Input((None,), dtype="int32", name="source")
-    layers = NewLayers(config)
     memory = encoder_stack(layers, source)  # (B, S, D), carries the padding mask
     target_in = keras.Input((None,), dtype="int32", name="target_in")
     if config.decoder == "ctc":
@@ -70,11 +128,7 @@ def build_nat_translator(config):
         logits = LossMask(name="glancing_loss_positions")([logits, positions])
     else:
         logits = nat_decoder_stack(layers, copy, target_in, memory, source)
-    return keras.Model(
-        {"source": source, "target_in": target_in},
-        {"tokens": logits, "length": length},
-        name="nat",
-    )
+    return {"source": source, "target_in": target_in}, {"tokens": logits, "length": length}
 
 
 def _ctc_model(config, layers, source, memory, target):
@@ -89,7 +143,7 @@ def _ctc_model(config, layers, source, memory, target):
         inputs["target_in"] = target
     logits, _, _ = decoder_stack(layers, ids, memory, use_causal_mask=False)
     logits = blank_padding(logits, ids)  # (B, kS, V)
-    return keras.Model(inputs, {"tokens": logits}, name="nat")
+    return inputs, {"tokens": logits}
 
 
 def _glancing(config, sampler):
