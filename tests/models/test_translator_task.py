@@ -13,7 +13,7 @@ import tensorflow as tf
 from tests.harness import REPO_ROOT
 from zoo.data import BOS_ID, EOS_ID, load_multi30k, make_translation_dataset, train_sentencepiece
 from zoo.models import Translator, TranslatorBackbone, TranslatorPreprocessor, translator_config
-from zoo.models.translator import translator_layers
+from zoo.models.translator import cross_attention_weights, translator_layers
 
 PAIRS = load_multi30k("val")[:64]
 
@@ -125,3 +125,25 @@ def test_from_preset_names_the_shipped_translator_and_reads_folders(tmp_path):
 def test_the_shipped_translator_loads_by_name_and_translates():
     translator = Translator.from_preset("translator-en-de")
     assert translator.generate(["A dog runs."], method="greedy")[0].startswith("Ein Hund")
+
+
+def test_every_attention_map_is_exposed_with_its_pieces(translator):
+    weights, source, target = translator.attention_weights("A dog runs.", "Ein Hund rennt.")
+    blocks = len(translator.backbone.roles.encoder_blocks)
+    assert {k: len(v) for k, v in weights.items()} == {
+        "encoder_self": blocks, "decoder_self": len(translator.backbone.roles.decoder_blocks),
+        "cross": len(translator.backbone.roles.decoder_blocks)}
+    heads = translator.backbone.get_config()["num_heads"]
+    S, T = len(source), len(target)
+    assert target[0] == "<s>"
+    assert weights["encoder_self"][0].shape == (heads, S, S)
+    assert weights["decoder_self"][0].shape == (heads, T, T)
+    assert weights["cross"][0].shape == (heads, T, S)
+    for maps in weights.values():  # each row a distribution
+        np.testing.assert_allclose(maps[-1].sum(-1), 1.0, atol=1e-5)
+    # The decoder's self attention is causal: nothing above the diagonal.
+    assert np.all(np.triu(weights["decoder_self"][0][0], k=1) == 0)
+    # The cross attention is the one the pictures have always read.
+    ids = translator.preprocessor(["A dog runs."], ["Ein Hund rennt."])[0]
+    reference = cross_attention_weights(translator.backbone, ids["source"], ids["target_in"])
+    np.testing.assert_allclose(weights["cross"][-1], np.asarray(reference[-1])[0], atol=1e-6)

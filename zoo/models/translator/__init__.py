@@ -12,6 +12,7 @@ from zoo.models.translator.backbone import TranslatorBackbone
 from zoo.models.translator.build import build_translator
 from zoo.models.translator.config import PRESETS, TranslatorConfig, get_config
 from zoo.models.translator.inference import (
+    attention_weights,
     cross_attention_weights,
     encode,
     full_logits,
@@ -37,6 +38,7 @@ __all__ = [
     "TranslatorConfig",
     "TranslatorLayers",
     "build_translator",
+    "attention_weights",
     "cross_attention_weights",
     "encode",
     "full_logits",

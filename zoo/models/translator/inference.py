@@ -16,6 +16,7 @@ from zoo.models.translator.stacks import (
 )
 
 __all__ = [
+    "attention_weights",
     "cross_attention_weights",
     "encode",
     "full_logits",
@@ -277,6 +278,38 @@ def rescorer(model, source_ids, bos_id):
         return ops.reshape(mean, (batch, beam))
 
     return rescore
+
+
+def attention_weights(model, source_ids, target_in):
+    """Every attention map of a translator over a source and a target, for pictures.
+
+    Args:
+        model: a translator (its task model or backbone).
+        source_ids: ``(B, S)`` int ids, 0-padded.
+        target_in: ``(B, T)`` int ids, BOS first (the decoder input).
+
+    Returns:
+        ``{"encoder_self": [...], "decoder_self": [...], "cross": [...]}``, one array per
+        block: ``(B, N, S, S)``, ``(B, N, T, T)`` and ``(B, N, T, S)``, where each query
+        position (a row) attends.
+    """
+    layers = translator_layers(model)
+    source_ids, target_in = ops.cast(source_ids, "int32"), ops.cast(target_in, "int32")
+    source_padding = layers.source_embedding.compute_mask(source_ids)  # (B, S)
+    memory, encoder_self = encoder_stack(layers, source_ids, padding_mask=source_padding,
+                                         training=False, return_attention=True)  # fmt: skip
+    _, _, cross, decoder_self = decoder_stack(
+        layers,
+        target_in,
+        memory,
+        padding_mask=layers.target_embedding.compute_mask(target_in),
+        encoder_padding_mask=source_padding,
+        return_cross_attention=True,
+        return_self_attention=True,
+        copy_source=copy_inputs(layers.pointer_generator is not None, memory, source_ids),
+        training=False,
+    )
+    return {"encoder_self": encoder_self, "decoder_self": decoder_self, "cross": cross}
 
 
 def cross_attention_weights(model, source_ids, target_in):

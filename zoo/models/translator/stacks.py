@@ -272,23 +272,31 @@ def translator_layers(model):
 
 
 # ---------------------------------------------------------------------- the forward pass
-def encoder_stack(layers, source_ids, padding_mask=None, training=None):
+def encoder_stack(layers, source_ids, padding_mask=None, training=None,
+                  return_attention=False):  # fmt: skip
     """Embed and encode the source: ``(B, S)`` ids -> the memory the decoder reads.
 
     The memory is ``(B, S, D)``, the last layer after the final norm, or, when the decoder
     blocks read chosen encoder layers (``layers.encoder_outputs``), a tuple of one such tensor
     per decoder block. Without ``padding_mask`` (the builder's symbolic inputs) the blocks
-    read the padding from the embedding's implicit Keras mask.
+    read the padding from the embedding's implicit Keras mask. With ``return_attention``:
+    ``(memory, weights)``, one ``(B, N, S, S)`` self-attention map per block.
     """
     x = layers.source_embedding(source_ids, training=training)  # (B, S, D)
-    outputs = [x]
+    outputs, weights = [x], []
     for block in layers.encoder_blocks:
-        x = block(x, padding_mask=padding_mask, training=training)  # (B, S, D)
+        x = block(x, padding_mask=padding_mask, training=training,
+                  return_attention_scores=return_attention)  # fmt: skip
+        if return_attention:
+            x, w = x  # (B, S, D), (B, N, S, S)
+            weights.append(w)
         outputs.append(x)
     norm = layers.encoder_norm or (lambda x: x)
     if not layers.encoder_outputs:
-        return norm(x)
-    return tuple(norm(choose(outputs)) for choose in layers.encoder_outputs)
+        memory = norm(x)
+    else:
+        memory = tuple(norm(choose(outputs)) for choose in layers.encoder_outputs)
+    return (memory, weights) if return_attention else memory
 
 
 def block_memory(memory, i):
@@ -310,6 +318,7 @@ def decoder_stack(
     copy_source=None,
     cross_states=None,
     training=None,
+    return_self_attention=False,
 ):
     """Embed and decode the target, then project: ``(B, T)`` ids -> logits ``(B, T, V)``.
 
@@ -334,7 +343,9 @@ def decoder_stack(
     Returns:
         ``(logits, caches, cross_weights)``: the logits ``(B, T, V)``; the blocks' updated
         cache pairs (empty without ``caches``); their cross-attention weights ``(B, N, T, S)``
-        (empty unless ``return_cross_attention``).
+        (empty unless ``return_cross_attention``). With ``return_self_attention`` (over a
+        whole target, with ``return_cross_attention``) a fourth item: the blocks'
+        self-attention weights ``(B, N, T, T)``.
     """
     if cross_states is None and caches is None and _needs_first_pass(layers):
         arguments = dict(
@@ -350,12 +361,13 @@ def decoder_stack(
             for block, w in zip(layers.decoder_blocks, weights)
         )
         return decoder_stack(layers, target_ids, index=index, cross_states=cross_states,
-                             return_cross_attention=return_cross_attention, **arguments)  # fmt: skip
+                             return_cross_attention=return_cross_attention,
+                             return_self_attention=return_self_attention, **arguments)  # fmt: skip
     # Only when given: the saved configs of token-reading models stay as they were.
     given = {} if token_embeddings is None else {"token_embeddings": token_embeddings}
     y = layers.target_embedding(target_ids, start_index=index, training=training, **given)
     decoder_input = y  # (B, T, D)
-    new_caches, cross_weights = [], []
+    new_caches, cross_weights, self_weights = [], [], []
     for i, block in enumerate(layers.decoder_blocks):
         cache = {}
         if caches is not None:
@@ -376,6 +388,7 @@ def decoder_stack(
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
         y = outputs[0]  # (B, T, D)
         if return_cross_attention:
+            self_weights.append(outputs[1])  # (B, N, T, T)
             cross_weights.append(outputs[2])  # (B, N, T, S)
         if caches is not None:
             new_caches.append(tuple(outputs[-2:]))  # 2 x (B, L, N, H), 2 x (B, S, N, H)
@@ -389,6 +402,8 @@ def decoder_stack(
         if copy_source is None:
             raise ValueError("A translator with a copy mechanism needs the source to copy from.")
         logits = layers.pointer_generator(logits, y, decoder_input, **copy_source)  # (B, T, V)
+    if return_self_attention:
+        return logits, tuple(new_caches), cross_weights, self_weights
     return logits, tuple(new_caches), cross_weights
 
 

@@ -14,6 +14,7 @@ from keras_hub.models import Seq2SeqLM
 from zoo.decoding.text import translate_sentences
 from zoo.models.translator.backbone import TranslatorBackbone
 from zoo.models.translator.config import get_config
+from zoo.models.translator.inference import attention_weights
 from zoo.models.translator.preprocessor import TranslatorPreprocessor
 from zoo.models.translator.search import METHODS, translator_search
 from zoo.models.translator.stacks import translator_layers
@@ -118,6 +119,28 @@ class Translator(Seq2SeqLM):
             **self.search_options(search_options),
         )  # fmt: skip
         return outputs[0] if single else outputs
+
+    def attention_weights(self, source, target):
+        """Every attention map of the model over one sentence and its translation.
+
+        Args:
+            source: the sentence (``str``).
+            target: its translation (``str``), which the decoder reads after BOS.
+
+        Returns:
+            ``(weights, source_pieces, target_pieces)``: ``weights`` is
+            ``{"encoder_self", "decoder_self", "cross"}``, one NumPy array per block, of shape
+            ``(N, S, S)``, ``(N, T, T)`` and ``(N, T, S)`` (a row is where that position
+            attends); the pieces label the axes, the target's starting with ``<s>``.
+        """
+        inputs, _, _ = self.preprocessor([source], [target])
+        weights = attention_weights(self.backbone, inputs["source"], inputs["target_in"])
+        pieces = [[piece.decode() for piece in
+                   self.preprocessor.tokenizer.id_to_piece(inputs[name][0]).numpy()]
+                  for name in ("source", "target_in")]  # fmt: skip
+        arrays = {kind: [keras.ops.convert_to_numpy(w)[0] for w in maps]
+                  for kind, maps in weights.items()}  # fmt: skip
+        return arrays, pieces[0], pieces[1]
 
     def source_limit(self):
         """The most source tokens the backbone reads (its source positions)."""
