@@ -9,7 +9,7 @@ first EOS), or a CTC decoder over the upsampled source. The saved model's layers
 choices (:func:`nat_modes`).
 """
 
-from zoo.models.nat.backbone import NATBackbone, build_nat_translator
+from zoo.models.nat.backbone import NATBackbone, NATLayers, build_nat_translator
 from zoo.models.nat.config import (
     DECODER_INPUTS,
     DECODERS,
@@ -25,6 +25,7 @@ from zoo.models.nat.inference import (
     decode_and_lengths,
     nat_decode,
     nat_encode,
+    nat_layers,
     nat_modes,
     nat_source_positions,
     widest_lengths,
@@ -49,6 +50,7 @@ __all__ = [
     "NAT_DEFAULTS",
     "PRESETS",
     "NATBackbone",
+    "NATLayers",
     "NATConfig",
     "NATModes",
     "build_nat_translator",
@@ -59,6 +61,7 @@ __all__ = [
     "nat_counts",
     "nat_decode",
     "nat_encode",
+    "nat_layers",
     "nat_length_candidates",
     "nat_modes",
     "nat_source_positions",

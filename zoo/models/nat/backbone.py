@@ -2,6 +2,8 @@
 without the causal mask (reading mask tokens, or a uniform copy of the source), as a keras-hub
 Backbone whose config is its architecture."""
 
+import dataclasses
+
 import keras
 from keras_hub.models import Backbone
 
@@ -19,7 +21,10 @@ from zoo.models.nat.config import COPY_LAYER, CTC_LAYER, CTC_OUTPUT, MASK_ID, NA
 from zoo.models.translator.backbone import ARCHITECTURE_FIELDS, with_weights_of
 from zoo.models.translator.stacks import NewLayers, decoder_stack, encoder_stack
 
-__all__ = ["NAT_ARCHITECTURE_FIELDS", "NATBackbone", "build_nat_translator", "nat_decoder_stack"]
+__all__ = [
+    "NAT_ARCHITECTURE_FIELDS", "NATBackbone", "NATLayers", "build_nat_translator",
+    "nat_decoder_stack",
+]  # fmt: skip
 
 # The NAT's architecture: the translator's, less what it refuses (a left-to-right decoder's
 # techniques), and its own fields.
@@ -29,6 +34,17 @@ NAT_ARCHITECTURE_FIELDS = tuple(
                              "cross_attention"))
 ) + ("cross_attention_score", "decoder_input", "length_mode", "decoder", "ctc_upsample",
      "glancing_ratio", "glancing_ratio_end", "glancing_anneal_steps", "max_offset")  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class NATLayers:
+    """The NAT's own layers, None where its choices have none: the length predictor and the
+    uniform copy of a CMLM decoder, the upsampling and blank padding of a CTC decoder."""
+
+    length_predictor: keras.layers.Layer = None
+    source_copy: keras.layers.Layer = None
+    ctc_upsampling: keras.layers.Layer = None
+    ctc_output: keras.layers.Layer = None
 
 
 def build_nat_translator(config):
@@ -82,15 +98,21 @@ class NATBackbone(Backbone):
                         if field in kwargs}  # fmt: skip
         config = NATConfig(**architecture)  # its checks name a bad argument
         made = NewLayers(config)
-        inputs, outputs = _nat_graph(config, made)
+        inputs, outputs, own = _nat_graph(config, made)
         super().__init__(inputs=inputs, outputs=outputs, name=name, dtype=dtype, **kwargs)
         self._roles = made.roles()
+        self._nat_layers = own
         self._architecture = architecture
 
     @property
     def roles(self):
         """The translator's :class:`~zoo.models.translator.TranslatorLayers` it runs."""
         return self._roles
+
+    @property
+    def nat_layers(self):
+        """Its own layers beside the translator's (:class:`NATLayers`)."""
+        return self._nat_layers
 
     @classmethod
     def from_training_config(cls, config, name="nat"):
@@ -109,15 +131,17 @@ class NATBackbone(Backbone):
 
 
 def _nat_graph(config, layers):
-    """The NAT's inputs and outputs on symbolic inputs, over the layers of ``NewLayers``."""
+    """The NAT's inputs and outputs on symbolic inputs, over the layers of ``NewLayers``, and
+    its own layers (:class:`NATLayers`)."""
     source = keras.Input((None,), dtype="int32", name="source")
     memory = encoder_stack(layers, source)  # (B, S, D), carries the padding mask
     target_in = keras.Input((None,), dtype="int32", name="target_in")
     if config.decoder == "ctc":
         return _ctc_model(config, layers, source, memory, target_in)
-    length = LengthPredictor(
+    predictor = LengthPredictor(
         config.max_offset, length_mode=config.length_mode, name="length_predictor"
-    )(memory)  # (B, 2K + 1)
+    )
+    length = predictor(memory)  # (B, 2K + 1)
     copy = UniformCopy(name=COPY_LAYER) if config.decoder_input == "copy" else None
     if config.glancing_ratio:
         # Two passes in training: target_in is the gold target, masked here (GLAT).
@@ -128,12 +152,15 @@ def _nat_graph(config, layers):
         logits = LossMask(name="glancing_loss_positions")([logits, positions])
     else:
         logits = nat_decoder_stack(layers, copy, target_in, memory, source)
-    return {"source": source, "target_in": target_in}, {"tokens": logits, "length": length}
+    inputs = {"source": source, "target_in": target_in}
+    outputs = {"tokens": logits, "length": length}
+    return inputs, outputs, NATLayers(length_predictor=predictor, source_copy=copy)
 
 
 def _ctc_model(config, layers, source, memory, target):
     """``{"source"}`` (and with glancing the gold ``target_in``) -> ``{"tokens": (B, kS, V)}``."""
-    ids = SourceUpsampling(config.ctc_upsample, name=CTC_LAYER)(source)  # (B, kS)
+    upsampling = SourceUpsampling(config.ctc_upsample, name=CTC_LAYER)
+    ids = upsampling(source)  # (B, kS)
     blank_padding = CTCBlankPadding(MASK_ID, name=CTC_OUTPUT)
     inputs = {"source": source}
     if config.glancing_ratio:  # a first pass, aligned to the gold target, shows some of it
@@ -143,7 +170,8 @@ def _ctc_model(config, layers, source, memory, target):
         inputs["target_in"] = target
     logits, _, _ = decoder_stack(layers, ids, memory, use_causal_mask=False)
     logits = blank_padding(logits, ids)  # (B, kS, V)
-    return inputs, {"tokens": logits}
+    return inputs, {"tokens": logits}, NATLayers(ctc_upsampling=upsampling,
+                                                 ctc_output=blank_padding)
 
 
 def _glancing(config, sampler):

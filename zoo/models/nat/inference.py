@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from keras import ops
 
-from zoo.models.nat.backbone import nat_decoder_stack
+from zoo.models.nat.backbone import NATLayers, nat_decoder_stack
 from zoo.models.nat.config import COPY_LAYER, CTC_LAYER, CTC_OUTPUT
 from zoo.models.translator import encode, translator_layers
 from zoo.models.translator.stacks import decoder_stack
@@ -16,6 +16,7 @@ __all__ = [
     "decode_and_lengths",
     "nat_decode",
     "nat_encode",
+    "nat_layers",
     "nat_modes",
     "nat_source_positions",
     "widest_lengths",
@@ -65,17 +66,28 @@ def nat_modes(model):
     Raises:
         ValueError: the model has no ``length_predictor`` and no CTC decoder (not a NAT).
     """
-    layers = {layer.name: layer for layer in _backbone(model).layers}
-    if CTC_LAYER in layers:
-        return NATModes("upsampled", "none", 0, layers[CTC_LAYER].factor)
-    if "length_predictor" not in layers:
+    layers = nat_layers(model)
+    if layers.ctc_upsampling is not None:
+        return NATModes("upsampled", "none", 0, layers.ctc_upsampling.factor)
+    if layers.length_predictor is None:
         raise ValueError(
             f"Model {model.name!r} has no layer 'length_predictor': not a model of "
             "zoo.models.nat.build_nat_translator."
         )
-    predictor = layers["length_predictor"]
-    decoder_input = "copy" if COPY_LAYER in layers else "mask"
+    predictor = layers.length_predictor
+    decoder_input = "copy" if layers.source_copy is not None else "mask"
     return NATModes(decoder_input, predictor.length_mode, predictor.max_offset)
+
+
+def nat_layers(model):
+    """The NAT's own layers (:class:`~zoo.models.nat.NATLayers`): its backbone's; a functional
+    NAT of zoo 0.1.0's found by their names."""
+    backbone = getattr(model, "backbone", None) or model  # a task model: its backbone
+    if hasattr(backbone, "nat_layers"):
+        return backbone.nat_layers
+    named = {layer.name: layer for layer in backbone.layers}
+    return NATLayers(*(named.get(name) for name in
+                       ("length_predictor", COPY_LAYER, CTC_LAYER, CTC_OUTPUT)))  # fmt: skip
 
 
 def widest_lengths(source_lengths, max_offset, max_length):
@@ -110,7 +122,7 @@ def nat_encode(model, source_ids):
         ``(B, 2K + 1)``.
     """
     memory, source_padding = encode(model, source_ids)  # the translator's encoder, as it runs
-    scores = _backbone(model).get_layer("length_predictor")(memory, padding_mask=source_padding)
+    scores = nat_layers(model).length_predictor(memory, padding_mask=source_padding)
     return memory, source_padding, ops.cast(scores, "float32")
 
 
@@ -130,7 +142,7 @@ def nat_decode(model, memory, source_padding, target_in, source_ids=None):
         ValueError: a ``"copy"`` model without ``source_ids``.
     """
     layers = translator_layers(model)
-    copy = _copy_layer(model)
+    copy = nat_layers(model).source_copy
     if copy is not None:
         if source_ids is None:
             raise ValueError(
@@ -157,12 +169,13 @@ def ctc_logits(model, source_ids):
     the blank certain at the padded positions (as :func:`build_nat_translator` runs it)."""
     layers = translator_layers(model)
     memory, source_padding = encode(model, source_ids)
-    ids = _backbone(model).get_layer(CTC_LAYER)(ops.cast(source_ids, "int32"))  # (B, kS)
+    layers_of_nat = nat_layers(model)
+    ids = layers_of_nat.ctc_upsampling(ops.cast(source_ids, "int32"))  # (B, kS)
     logits, _, _ = decoder_stack(
         layers, ids, memory, padding_mask=ops.not_equal(ids, 0),
         encoder_padding_mask=source_padding, use_causal_mask=False, training=False,
     )  # fmt: skip
-    return ops.cast(_backbone(model).get_layer(CTC_OUTPUT)(logits, ids), "float32")
+    return ops.cast(layers_of_nat.ctc_output(logits, ids), "float32")
 
 
 def nat_source_positions(model):
@@ -173,14 +186,7 @@ def nat_source_positions(model):
     return positions // upsample if upsample and positions is not None else positions
 
 
-def _copy_layer(model):
-    return next((layer for layer in _backbone(model).layers if layer.name == COPY_LAYER), None)
 
-
-def _backbone(model):
-    """A task model's backbone, which holds the layers; a backbone (or a functional NAT of zoo
-    0.1.0) as it is."""
-    return getattr(model, "backbone", None) or model
 
 
 def decode_and_lengths(model, source_ids, max_length, length_beam=1):

@@ -324,17 +324,4 @@ def cross_attention_weights(model, source_ids, target_in):
         A list with one ``(B, N, T, S)`` array per decoder block: how much each target
         position attends to each source token.
     """
-    layers = translator_layers(model)
-    memory, source_padding = encode(model, source_ids)
-    target_in = ops.cast(target_in, "int32")
-    _, _, weights = decoder_stack(
-        layers,
-        target_in,
-        memory,
-        padding_mask=layers.target_embedding.compute_mask(target_in),
-        encoder_padding_mask=source_padding,
-        return_cross_attention=True,
-        copy_source=copy_inputs(layers.pointer_generator is not None, memory, source_ids),
-        training=False,
-    )
-    return weights
+    return attention_weights(model, source_ids, target_in)["cross"]

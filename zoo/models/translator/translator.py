@@ -166,8 +166,10 @@ class Translator(Seq2SeqLM):
             raise FileNotFoundError(f"{preset}: no model at {path}")
         model = keras.models.load_model(path, **kwargs)
         if not isinstance(model, cls):
-            raise ValueError(f"{path} holds a {type(model).__name__}, not a {cls.__name__} (a "
-                             "model of zoo 0.1.0? `zoo export` of its workdir writes it anew)")  # fmt: skip
+            raise ValueError(
+                f"{path} holds a {type(model).__name__}, not a {cls.__name__} (a model of zoo "
+                "0.1.0? `zoo export` of its workdir writes it anew)"
+            )
         if not model.compiled:
             model.compile()  # ready to fine-tune, as keras-hub's from_preset gives
         return model
