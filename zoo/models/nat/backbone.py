@@ -5,7 +5,6 @@ Backbone whose config is its architecture."""
 import dataclasses
 
 import keras
-from keras_hub.models import Backbone
 
 from zoo.layers import (
     AllMasked,
@@ -18,8 +17,8 @@ from zoo.layers import (
     UniformCopy,
 )
 from zoo.models.nat.config import COPY_LAYER, CTC_LAYER, CTC_OUTPUT, MASK_ID, NATConfig
-from zoo.models.translator.backbone import ARCHITECTURE_FIELDS, with_weights_of
-from zoo.models.translator.stacks import NewLayers, decoder_stack, encoder_stack
+from zoo.models.translator.backbone import ARCHITECTURE_FIELDS, ArchitectureBackbone
+from zoo.models.translator.stacks import decoder_stack, encoder_stack
 
 __all__ = [
     "NAT_ARCHITECTURE_FIELDS", "NATBackbone", "NATLayers", "build_nat_translator",
@@ -53,7 +52,7 @@ def build_nat_translator(config):
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class NATBackbone(Backbone):
+class NATBackbone(ArchitectureBackbone):
     """The NAT: ``{"source", "target_in"}`` ids -> token logits and length scores.
 
     Layer names are the translator's (``embedding`` or ``source_embedding``/
@@ -93,41 +92,18 @@ class NATBackbone(Backbone):
         Language Models"; Gu et al. 2018, "Non-Autoregressive Neural Machine Translation".
     """
 
-    def __init__(self, name="nat", dtype=None, **kwargs):
-        architecture = {field: kwargs.pop(field) for field in NAT_ARCHITECTURE_FIELDS
-                        if field in kwargs}  # fmt: skip
-        config = NATConfig(**architecture)  # its checks name a bad argument
-        made = NewLayers(config)
-        inputs, outputs, own = _nat_graph(config, made)
-        super().__init__(inputs=inputs, outputs=outputs, name=name, dtype=dtype, **kwargs)
-        self._roles = made.roles()
-        self._nat_layers = own
-        self._architecture = architecture
+    config_class = NATConfig
+    architecture_fields = NAT_ARCHITECTURE_FIELDS
+    default_name = "nat"
 
-    @property
-    def roles(self):
-        """The translator's :class:`~zoo.models.translator.TranslatorLayers` it runs."""
-        return self._roles
+    @staticmethod
+    def build_graph(config, layers):
+        return _nat_graph(config, layers)
 
     @property
     def nat_layers(self):
         """Its own layers beside the translator's (:class:`NATLayers`)."""
-        return self._nat_layers
-
-    @classmethod
-    def from_training_config(cls, config, name="nat"):
-        """The backbone of a :class:`NATConfig`'s architecture."""
-        return cls(**{field: getattr(config, field) for field in NAT_ARCHITECTURE_FIELDS},
-                   name=name)  # fmt: skip
-
-    @classmethod
-    def from_functional(cls, model, config):
-        """The backbone of a functional NAT saved by zoo 0.1.0 (``model``), with its weights;
-        ``config``: the :class:`NATConfig` of its workdir's ``config.json``."""
-        return with_weights_of(cls.from_training_config(config, name=model.name), model)
-
-    def get_config(self):
-        return {**super().get_config(), **self._architecture}
+        return self._own_layers
 
 
 def _nat_graph(config, layers):

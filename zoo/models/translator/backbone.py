@@ -17,7 +17,9 @@ from zoo.models.translator.stacks import (
     encoder_stack,
 )
 
-__all__ = ["ARCHITECTURE_FIELDS", "TranslatorBackbone", "with_weights_of"]
+__all__ = [
+    "ARCHITECTURE_FIELDS", "ArchitectureBackbone", "TranslatorBackbone", "with_weights_of",
+]  # fmt: skip
 
 # The fields of a TranslatorConfig that make the architecture: the backbone's arguments.
 ARCHITECTURE_FIELDS = (
@@ -30,14 +32,72 @@ ARCHITECTURE_FIELDS = (
 )  # fmt: skip
 
 
+class ArchitectureBackbone(Backbone):
+    """A keras-hub backbone whose config is its architecture: the :attr:`architecture_fields`
+    of :attr:`config_class`, whose checks name a bad argument and whose defaults fill the
+    others. A subclass builds its graph (:meth:`build_graph`) over the layers of
+    :class:`~zoo.models.translator.stacks.NewLayers`, which makes each layer just before its
+    first call: the order of the random draws, and with it what a given seed builds, is the
+    functional builder's of 0.1.0. A Functional model's weights are saved by its graph's
+    layers, in their order, so the weights files of 0.1.0's functional models load as they are.
+    """
+
+    config_class = None
+    architecture_fields = ()
+    default_name = None
+
+    def __init__(self, name=None, dtype=None, **kwargs):
+        architecture = {field: kwargs.pop(field) for field in self.architecture_fields
+                        if field in kwargs}  # fmt: skip
+        config = self.config_class(**architecture)
+        made = NewLayers(config)
+        inputs, outputs, own_layers = self.build_graph(config, made)
+        super().__init__(inputs=inputs, outputs=outputs, name=name or self.default_name,
+                         dtype=dtype, **kwargs)  # fmt: skip
+        self._roles = made.roles()
+        self._own_layers = own_layers
+        self._architecture = architecture
+
+    @staticmethod
+    def build_graph(config, layers):
+        """``(inputs, outputs, own_layers)`` on symbolic inputs, over ``layers``."""
+        raise NotImplementedError
+
+    @property
+    def roles(self):
+        """The :class:`~zoo.models.translator.TranslatorLayers` the stacks and searches run."""
+        return self._roles
+
+    @classmethod
+    def from_training_config(cls, config, name=None):
+        """The backbone of a training config's architecture."""
+        return cls(**{field: getattr(config, field) for field in cls.architecture_fields},
+                   name=name)  # fmt: skip
+
+    @classmethod
+    def from_functional(cls, model, config):
+        """The backbone of a functional model saved by zoo 0.1.0, with its weights.
+
+        Args:
+            model: the ``keras.Model`` of its ``model.keras`` file.
+            config: the training config of its workdir's ``config.json``.
+        """
+        return with_weights_of(cls.from_training_config(config, name=model.name), model)
+
+    def get_config(self):
+        architecture = {field: list(value) if isinstance(value, tuple) else value
+                        for field, value in self._architecture.items()}  # fmt: skip
+        return {**super().get_config(), **architecture}
+
+
 @keras.saving.register_keras_serializable(package="zoo")
-class TranslatorBackbone(Backbone):
+class TranslatorBackbone(ArchitectureBackbone):
     """The encoder-decoder transformer: ``{"source", "target_in"}`` token ids -> target logits.
 
     Args:
-        vocab_size, max_length, d_model, num_heads, ff_dim, encoder_layers, decoder_layers,
-        ...: the architecture, the fields of :class:`~zoo.models.translator.TranslatorConfig`
-            named in :data:`ARCHITECTURE_FIELDS` (see it for each one's meaning).
+        **architecture: the fields of :class:`~zoo.models.translator.TranslatorConfig` named in
+            :data:`ARCHITECTURE_FIELDS` (``vocab_size``, ``d_model``, ...; see it for each
+            one's meaning), the others at its defaults.
         name: the model's name (the task's: ``"translator"``, ``"transliterator"``).
 
     Call arguments:
@@ -58,110 +118,36 @@ class TranslatorBackbone(Backbone):
         Vaswani et al. 2017, "Attention Is All You Need".
     """
 
-    def __init__(
-        self,
-        vocab_size,
-        max_length=128,
-        d_model=128,
-        num_heads=4,
-        ff_dim=256,
-        encoder_layers=4,
-        decoder_layers=4,
-        dropout=0.1,
-        attention_dropout=0.1,
-        activation_dropout=0.0,
-        activation="relu",
-        normalize_first=True,
-        position="sinusoidal",
-        attention="mha",
-        share_embeddings=True,
-        cross_attention_score="scaled_dot",
-        cross_attention="mha",
-        cross_attention_layers="last",
-        copy_mechanism=False,
-        scheduled_sampling="none",
-        scheduled_sampling_k=None,
-        scheduled_sampling_c=1e-4,
-        scheduled_sampling_min=0.0,
-        guided_attention_weight=0.0,
-        guided_attention_decay=1.0,
-        guided_attention_sigma=0.2,
-        name="translator",
-        dtype=None,
-        **kwargs,
-    ):
-        arguments = {field: value for field, value in locals().items()
-                     if field in ARCHITECTURE_FIELDS}  # fmt: skip
-        if isinstance(arguments["cross_attention_layers"], list):  # read back from JSON
-            arguments["cross_attention_layers"] = tuple(arguments["cross_attention_layers"])
-        config = TranslatorConfig(**arguments)  # its checks name a bad argument
-        # NewLayers makes each layer just before its first call: the order of the random
-        # draws, and with it what a given seed builds, is the functional builder's of 0.1.0.
-        made = NewLayers(config)
+    config_class = TranslatorConfig
+    architecture_fields = ARCHITECTURE_FIELDS
+    default_name = "translator"
+
+    @staticmethod
+    def build_graph(config, layers):
         source = keras.Input((None,), dtype="int32", name="source")
         target_in = keras.Input((None,), dtype="int32", name="target_in")
-        memory = encoder_stack(made, source)  # (B, S, D) or one per block
+        memory = encoder_stack(layers, source)  # (B, S, D) or one per block
         decoder_input = target_in
-        copy = copy_inputs(copy_mechanism, memory, source)
-        sampling = guide = None
-        if scheduled_sampling != "none":
-            first, _, _ = decoder_stack(made, target_in, memory, copy_source=copy)  # (B, T, V)
+        copy = copy_inputs(config.copy_mechanism, memory, source)
+        if config.scheduled_sampling != "none":
+            first, _, _ = decoder_stack(layers, target_in, memory, copy_source=copy)  # (B, T, V)
             sampling = ScheduledSampling(
-                scheduled_sampling, k=scheduled_sampling_k, c=scheduled_sampling_c,
-                minimum=scheduled_sampling_min, name="scheduled_sampling",
+                config.scheduled_sampling, k=config.scheduled_sampling_k,
+                c=config.scheduled_sampling_c, minimum=config.scheduled_sampling_min,
+                name="scheduled_sampling",
             )  # fmt: skip
             decoder_input = sampling(target_in, first)  # (B, T): the gold input at inference
-        guided = guided_attention_weight > 0
+        guided = config.guided_attention_weight > 0
         logits, _, cross = decoder_stack(
-            made, decoder_input, memory, return_cross_attention=guided, copy_source=copy
+            layers, decoder_input, memory, return_cross_attention=guided, copy_source=copy
         )  # (B, T, V), one (B, N, T, S) per block
         if guided:
             guide = GuidedAttention(
-                guided_attention_weight, decay=guided_attention_decay,
-                sigma=guided_attention_sigma, name="guided_attention",
+                config.guided_attention_weight, decay=config.guided_attention_decay,
+                sigma=config.guided_attention_sigma, name="guided_attention",
             )  # fmt: skip
             logits = guide(logits, cross, decoder_input, source)  # the loss added in training
-        roles = made.roles()
-        super().__init__(
-            inputs={"source": source, "target_in": target_in},
-            outputs=logits,
-            name=name,
-            dtype=dtype,
-            **kwargs,
-        )
-        # Private: a Functional model's weights are saved by its graph's layers, in their
-        # order, so the weights files of 0.1.0's functional translators load as they are.
-        self._roles = roles
-        self._arguments = arguments
-
-    @property
-    def roles(self):
-        """The :class:`~zoo.models.translator.TranslatorLayers` the stacks and searches run."""
-        return self._roles
-
-    @classmethod
-    def from_training_config(cls, config, name="translator"):
-        """The backbone of a :class:`~zoo.models.translator.TranslatorConfig`'s architecture."""
-        return cls(**{field: getattr(config, field) for field in ARCHITECTURE_FIELDS}, name=name)
-
-    @classmethod
-    def from_functional(cls, model, config):
-        """The backbone of a functional translator saved by zoo 0.1.0, with its weights.
-
-        Args:
-            model: the ``keras.Model`` of its ``model.keras`` file.
-            config: the :class:`~zoo.models.translator.TranslatorConfig` of its workdir's
-                ``config.json``.
-        """
-        return with_weights_of(cls.from_training_config(config, name=model.name), model)
-
-    def get_config(self):
-        config = super().get_config()
-        arguments = dict(self._arguments)
-        if isinstance(arguments["cross_attention_layers"], tuple):
-            arguments["cross_attention_layers"] = list(arguments["cross_attention_layers"])
-        config.update(arguments)
-        return config
+        return {"source": source, "target_in": target_in}, logits, None
 
 
 def with_weights_of(backbone, model):
