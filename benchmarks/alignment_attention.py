@@ -34,7 +34,7 @@ import tensorflow as tf  # noqa: E402
 
 import common  # noqa: E402  (benchmarks/common.py)
 from zoo.data import BOS_ID, load_transliteration  # noqa: E402
-from zoo.models.translator import cross_attention_weights  # noqa: E402
+from zoo.models.translator import attention_weights  # noqa: E402
 from zoo.tasks import get_task, load  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -77,7 +77,7 @@ def attention_map(workdir, pair):
     source = vocabulary.tokenize(tf.constant([pair[0]])).to_tensor()
     target = vocabulary.tokenize(tf.constant([pair[1]])).to_tensor()
     target_in = tf.concat([tf.constant([[BOS_ID]], target.dtype), target], axis=1)
-    weights = np.asarray(cross_attention_weights(model, source, target_in)[-1])[0].mean(0)
+    weights = np.asarray(attention_weights(model, source, target_in)["cross"][-1])[0].mean(0)
     return weights
 
 

@@ -29,6 +29,7 @@ import common  # noqa: E402  (benchmarks/common.py)
 
 from zoo.data import load_multi30k  # noqa: E402
 from zoo.decoding.text import BUCKETS, Buckets, bucketed, translate_strings, xla_compiled  # noqa
+from zoo.models import TranslatorPreprocessor  # noqa: E402
 from zoo.tasks import load, task_of  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -54,7 +55,8 @@ def translate_function(model, tokenizer, method, limit, buckets, **kwargs):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     def run(sentences):
-        return translate_strings(sentences, tokenizer, bucketed(search, limit, buckets), limit)
+        return translate_strings(sentences, TranslatorPreprocessor(tokenizer, limit),
+                                 bucketed(search, limit, buckets))
 
     return run
 

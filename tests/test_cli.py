@@ -367,13 +367,13 @@ def test_every_evaluate_and_predict_flag_is_an_option_of_its_task():
 
 
 def test_export_translator_alpha_reaches_the_export():
-    """`zoo export translator --alpha A` passes A (a task option) to export_translator, which
-    bakes it into the beam search of the SavedModel."""
+    """`zoo export translator --alpha A` passes A (a task option) to the translator's
+    export_serving, whose signatures bake it into the beam search of the SavedModel."""
     import inspect
 
-    from zoo.tasks.translation.serving import export_translator
+    from zoo.models.translator.serving import TranslatorServing
 
     argv = ["export", "translator", "--workdir", "w", "--output", "o", "--alpha", "1"]
     args = zoo_cli.build_parser().parse_args(argv)
     assert args.alpha == 1.0 and "alpha" in args.task_options
-    assert "alpha" in inspect.signature(export_translator).parameters
+    assert "alpha" in inspect.signature(TranslatorServing).parameters

@@ -53,8 +53,11 @@ def test_every_flag_reaches_a_hook_that_takes_it(name):
         for dest in dests(flags):
             assert takes(hook, dest) or dest in cli.EVALUATION_OPTIONS + cli.INPUT_FILE_OPTIONS, (
                 f"{hook.__name__} --{dest}")
+    # A task model's export_serving and its signatures' options; else the task's exporter.
+    takers = ((task.task_model.export_serving, task.task_model.serving_class)
+              if task.task_model else (task.exporter,))  # fmt: skip
     for dest in dests(row["export"]):
-        assert takes(task.exporter, dest), f"export --{dest}"
+        assert any(takes(taker, dest) for taker in takers), f"export --{dest}"
 
 
 def test_a_flag_the_task_does_not_take_is_caught():

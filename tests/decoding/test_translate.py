@@ -8,7 +8,7 @@ from zoo.decoding import greedy_search, output_length, translate_strings
 from zoo.tasks import translate
 from zoo.decoding.text import _COMPILED
 from zoo.models.translator import translator_search
-from zoo.models import build_translator, translator_config
+from zoo.models import TranslatorPreprocessor, build_translator, translator_config
 from zoo.models.translator import step_and_caches
 
 VOCAB_SIZE = 400  # the 256 byte pieces, the 4 special ids, the characters, a few words
@@ -97,7 +97,7 @@ def test_the_frame_is_model_agnostic(tokenizer):
         return tf.concat([source[:, :3], eos, source[:, 3:4]], axis=1)
 
     inputs = ["", "A dog runs through the snow.", "  ", b"Red \xff car.", "A girl."]
-    texts = translate_strings(tf.constant(inputs), tokenizer, search, max_input_length=5)
+    texts = translate_strings(tf.constant(inputs), TranslatorPreprocessor(tokenizer, 5), search)
     texts = [text.decode("utf-8") for text in texts.numpy()]
     expected = []
     for text in inputs:
@@ -106,9 +106,10 @@ def test_the_frame_is_model_agnostic(tokenizer):
         expected.append(tokenizer.detokenize(ids[None]).numpy()[0].decode() if len(ids) else "")
     assert texts == expected and texts[1] and not texts[0] and not texts[2]
     assert seen[0][0] == 3 and seen[0][1] <= 5  # only the rows with tokens, truncated
-    empty = translate_strings(tf.constant(["", " "]), tokenizer, search)
+    unbounded = TranslatorPreprocessor(tokenizer, None)
+    empty = translate_strings(tf.constant(["", " "]), unbounded, search)
     assert empty.numpy().tolist() == [b"", b""]
-    assert translate_strings(tf.zeros([0], tf.string), tokenizer, search).shape == [0]
+    assert translate_strings(tf.zeros([0], tf.string), unbounded, search).shape == [0]
 
 
 def test_verbose_draws_a_progress_bar_on_stderr(model, tokenizer, capsys):

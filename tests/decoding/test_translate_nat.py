@@ -30,7 +30,7 @@ def tokenizer(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def model():
-    keras.utils.set_random_seed(4)
+    keras.utils.set_random_seed(5)  # one whose translations are not empty
     return build_nat_translator(get_config("tiny", vocab_size=VOCAB_SIZE, max_length=MAX_LENGTH))
 
 
@@ -39,7 +39,7 @@ def option_model(request, model):
     """The default NAT, and one of each option."""
     if not OPTIONS[request.param]:
         return model
-    keras.utils.set_random_seed(4)
+    keras.utils.set_random_seed(5)  # one whose translations are not empty
     config = get_config("tiny", vocab_size=VOCAB_SIZE, max_length=MAX_LENGTH)
     return build_nat_translator(dataclasses.replace(config, **OPTIONS[request.param]))
 

@@ -9,8 +9,7 @@ import keras
 import pytest
 
 from zoo.data import SentencePieceTokenizer, load_multi30k, train_sentencepiece
-from zoo.tasks.translation.serving import export_translator
-from zoo.models import build_translator, translator_config
+from zoo.models import Translator, build_translator, translator_config
 from zoo.tasks import get_task
 
 VOCAB_SIZE = 400  # 256 byte pieces + 4 special ids + ~70 characters + a few words
@@ -45,5 +44,6 @@ def tokenizer(model, tmp_path_factory):
 def export_dir(model, tokenizer, tmp_path_factory):
     # With the XLA warm-up (tests/export/test_warmup.py counts its compiles); loading the
     # SavedModel does not replay it, so the other tests see the same model.
-    return export_translator(model, tokenizer, tmp_path_factory.mktemp("export") / "translator",
-                             warmup_xla=True)
+    translator = Translator.from_backbone(model, tokenizer)
+    return translator.export_serving(tmp_path_factory.mktemp("export") / "translator",
+                                     warmup_xla=True)

@@ -9,8 +9,7 @@ import tensorflow as tf
 from tests.export.conftest import MAX_LENGTH, VOCAB_SIZE
 from zoo.artifacts import serving_path
 from zoo.tasks import translate
-from zoo.tasks.translation.serving import export_translator
-from zoo.models import build_translator, translator_config
+from zoo.models import Translator, build_translator, translator_config
 
 SENTENCES = ["A dog runs.", "Two men are talking in the street.", "Red car."]
 
@@ -30,7 +29,7 @@ def test_served_translations_equal_translate(tokenizer, tmp_path):
         "tiny", vocab_size=VOCAB_SIZE, max_length=MAX_LENGTH, decoder_layers=2, **SWITCHES
     )
     model = build_translator(config)
-    folder = export_translator(model, tokenizer, tmp_path / "translator")
+    folder = Translator.from_backbone(model, tokenizer).export_serving(tmp_path / "translator")
     served = tf.saved_model.load(serving_path(folder))
     inputs = tf.constant(SENTENCES)
     greedy = served.signatures["translate_greedy"](inputs=inputs)["translations"]
@@ -50,7 +49,8 @@ def test_stateful_cross_attention_serves_what_translate_gives(variant, tokenizer
     config = translator_config("tiny", vocab_size=VOCAB_SIZE, max_length=MAX_LENGTH,
                                decoder_layers=2, cross_attention=variant)  # fmt: skip
     model = build_translator(config)
-    served = tf.saved_model.load(serving_path(export_translator(model, tokenizer, tmp_path / "t")))
+    served = tf.saved_model.load(serving_path(
+        Translator.from_backbone(model, tokenizer).export_serving(tmp_path / "t")))
     inputs = tf.constant(SENTENCES)
     greedy = served.signatures["translate_greedy"](inputs=inputs)["translations"]
     assert [t.decode() for t in greedy.numpy()] == translate(model, tokenizer, SENTENCES,

@@ -25,7 +25,8 @@ from tests.harness import load_in_fresh_process
 from zoo.artifacts import serving_path
 from zoo.data import UNK_ID, SentencePieceTokenizer
 from zoo.tasks import translate
-from zoo.tasks.translation.serving import MAX_BEAM_SIZE, SIGNATURES, export_translator
+from zoo.models import Translator
+from zoo.models.translator.serving import MAX_BEAM_SIZE, SIGNATURES
 
 SENTENCES = [
     "A dog runs.",
@@ -297,7 +298,7 @@ def test_other_scripts_and_emoji_pass_through_the_tokenizer(export_dir, served):
 )
 def test_bad_settings_are_refused_before_writing(model, tokenizer, tmp_path, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        export_translator(model, tokenizer, tmp_path / "out", **kwargs)
+        Translator.from_backbone(model, tokenizer).export_serving(tmp_path / "out", **kwargs)
     assert not (tmp_path / "out").exists()
 
 
@@ -306,7 +307,7 @@ def test_a_vocabulary_of_another_size_is_refused(tokenizer, tmp_path):
 
     other = build_translator(translator_config("tiny", vocab_size=500, max_length=MAX_LENGTH))
     with pytest.raises(ValueError, match="vocab_size=500"):
-        export_translator(other, tokenizer, tmp_path / "out")
+        Translator.from_backbone(other, tokenizer).export_serving(tmp_path / "out")
 
 
 def test_the_keras_file_has_no_optimizer_state(model, export_dir):

@@ -6,6 +6,7 @@ import pytest
 
 import zoo.models.nat.backbone as nat_backbone
 import zoo.models.nat.inference as nat_inference
+import zoo.models.nat.serving as nat_serving
 from zoo.models.nat import (
     MASK_ID,
     NATModes,
@@ -142,11 +143,11 @@ def test_bad_config_is_named():
         get_config("tiny", length_mode="fixed")
     with pytest.raises(ValueError, match="Unknown NAT translator preset 'huge'"):
         get_config("huge")
-    with pytest.raises(ValueError, match="not a model of zoo.models.nat"):
+    with pytest.raises(ValueError, match="no NAT's backbone"):
         nat_modes(build_translator(get_config("tiny")))
 
 
-@pytest.mark.parametrize("module", [nat_backbone, nat_inference])
+@pytest.mark.parametrize("module", [nat_backbone, nat_inference, nat_serving])
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

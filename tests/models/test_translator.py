@@ -57,7 +57,7 @@ def test_keras_file_round_trip_in_a_fresh_process(tmp_path):
     assert os.path.getsize(path) > 0
 
 
-@pytest.mark.parametrize("name", ["build", "inference", "backbone", "preprocessor"])
+@pytest.mark.parametrize("name", ["inference", "backbone", "preprocessor", "serving"])
 def test_docstring_examples_run(name):
     import doctest
     import importlib

@@ -14,7 +14,7 @@ from tests.harness import CrashAtEpoch
 from zoo.data import BOS_ID
 from zoo.models import build_translator, translator_config
 from zoo.models.translator import (
-    cross_attention_weights,
+    attention_weights,
     encode,
     full_logits,
     init_caches,
@@ -66,7 +66,8 @@ def assert_same_model(model, reference):
     """The same logits and the same cross-attention weights in every block."""
     inputs = {"source": SOURCES, "target_in": teacher_forced_input()}
     np.testing.assert_allclose(np.asarray(model(inputs)), np.asarray(reference(inputs)), atol=1e-5)
-    weights, expected = (cross_attention_weights(m, *inputs.values()) for m in (model, reference))
+    weights, expected = (attention_weights(m, *inputs.values())["cross"]
+                         for m in (model, reference))  # fmt: skip
     assert len(weights) == len(expected) == 2
     for got, want in zip(weights, expected):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-6)
@@ -293,7 +294,7 @@ def test_guided_attention_moves_attention_to_the_diagonal_faster():
     """On the copy task, after the same steps from the same weights, the cross attention's mass
     off the diagonal is far smaller with the loss on (about 0.15 against 0.45 here)."""
     from zoo.layers.guided_attention import guided_attention_loss
-    from zoo.models.translator import cross_attention_weights
+    from zoo.models.translator import attention_weights
 
     held_out, _ = copy_task(np.random.default_rng(99), 64)
     off_diagonal = {}
@@ -307,7 +308,7 @@ def test_guided_attention_moves_attention_to_the_diagonal_faster():
         )
         features, labels = copy_task(np.random.default_rng(0), 32 * 30)
         model.fit(features, labels, batch_size=32, epochs=1, shuffle=False, verbose=0)
-        weights = cross_attention_weights(model, held_out["source"], held_out["target_in"])
+        weights = attention_weights(model, held_out["source"], held_out["target_in"])["cross"]
         off_diagonal[weight] = float(
             guided_attention_loss(weights, held_out["target_in"] != 0, held_out["source"] != 0)
         )

@@ -13,7 +13,7 @@ import tensorflow as tf
 from tests.harness import REPO_ROOT
 from zoo.data import BOS_ID, EOS_ID, load_multi30k, make_translation_dataset, train_sentencepiece
 from zoo.models import Translator, TranslatorBackbone, TranslatorPreprocessor, translator_config
-from zoo.models.translator import cross_attention_weights, translator_layers
+from zoo.models.translator import attention_weights, translator_layers
 
 PAIRS = load_multi30k("val")[:64]
 
@@ -145,5 +145,5 @@ def test_every_attention_map_is_exposed_with_its_pieces(translator):
     assert np.all(np.triu(weights["decoder_self"][0][0], k=1) == 0)
     # The cross attention is the one the pictures have always read.
     ids = translator.preprocessor(["A dog runs."], ["Ein Hund rennt."])[0]
-    reference = cross_attention_weights(translator.backbone, ids["source"], ids["target_in"])
+    reference = attention_weights(translator.backbone, ids["source"], ids["target_in"])["cross"]
     np.testing.assert_allclose(weights["cross"][-1], np.asarray(reference[-1])[0], atol=1e-6)

@@ -1,9 +1,9 @@
 """Sentences in, sentences out: the strings-to-strings frame around an ids -> ids search.
 
-:func:`translate_strings` is the frame in graph ops (tf-text tokenizer, the search, EOS cut,
-detokenizer), shared by :func:`translate_sentences` (the search under XLA, in batches) and the
-SavedModels of :mod:`zoo.export.text_serving`. It knows the tokenizer and a search, never the
-model: the model's task hands the search. TensorFlow is imported when a function is called.
+:func:`translate_strings` is the frame in graph ops (the model's preprocessor around the search),
+shared by :func:`translate_sentences` (the search under XLA, in batches) and the
+SavedModels of :mod:`zoo.export.text_serving`. It knows the model's preprocessor and a search,
+never the model: the model hands the search. TensorFlow is imported when a function is called.
 """
 
 import weakref
@@ -93,22 +93,21 @@ def output_length(source_ids, limit=None):
     return min(length, limit) if known else ops.minimum(length, limit)
 
 
-def translate_strings(inputs, tokenizer, search, max_input_length=None):
+def translate_strings(inputs, preprocessor, search):
     """The frame of every text-to-text decoder: strings in, strings out, in TensorFlow ops.
 
-    Invalid UTF-8 in an input is replaced by U+FFFD; the input is tokenized and truncated to
-    its first ``max_input_length`` tokens. The rows with tokens go to ``search`` as one 0-padded
-    batch (none at all when no row has a token); its ids are cut after the first EOS of the
-    tokenizer, detokenized, and repaired to valid UTF-8 (byte pieces can spell invalid
-    UTF-8). A row without tokens (empty, blank, only invalid bytes) translates to ``""``.
+    The model's preprocessor tokenizes the inputs (:meth:`tokenize`: invalid UTF-8 replaced,
+    truncated to its ``max_length``). The rows with tokens go to ``search`` as one 0-padded
+    batch (none at all when no row has a token); the preprocessor turns its ids back into text
+    (:meth:`detokenize`: cut after the first EOS, valid UTF-8). A row without tokens (empty,
+    blank, only invalid bytes) translates to ``""``.
 
     Args:
         inputs: ``tf.string`` ``(B,)``, the sentences (any bytes; B may be 0).
-        tokenizer: a :class:`zoo.data.SentencePieceTokenizer` (``tokenize``, ``detokenize``,
-            ``eos_id``).
+        preprocessor: a :class:`~zoo.models.TranslatorPreprocessor` (``tokenize``,
+            ``detokenize``).
         search: a function of ``(B', S)`` int32 source ids, 0-padded, to ``(B', L)`` int ids
             of the outputs; traced in the caller's graph.
-        max_input_length: the most tokens read per input; None reads them all.
 
     Returns:
         ``tf.string`` ``(B,)``: one valid UTF-8 output per input.
@@ -116,40 +115,30 @@ def translate_strings(inputs, tokenizer, search, max_input_length=None):
     Example:
         >>> import os, tempfile
         >>> import tensorflow as tf
-        >>> from zoo.data import SentencePieceTokenizer, load_multi30k, train_sentencepiece
+        >>> from zoo.data import load_multi30k, train_sentencepiece
+        >>> from zoo.models import TranslatorPreprocessor
         >>> texts = [s for pair in load_multi30k("val") for s in pair]
         >>> path = train_sentencepiece(texts, os.path.join(tempfile.mkdtemp(), "sp"), 400)
         >>> copy = lambda ids: ids  # a search that gives back its source
         >>> outputs = translate_strings(
-        ...     tf.constant(["A dog runs.", ""]), SentencePieceTokenizer(path), copy)
+        ...     tf.constant(["A dog runs.", ""]), TranslatorPreprocessor(path), copy)
         >>> [text.decode() for text in outputs.numpy()]
         ['A dog runs.', '']
     """
-    # Here, not at the top: zoo.data imports TensorFlow, and zoo.decoding's searches must
-    # import without it (Keras's JAX backend, where TensorFlow is not installed).
+    # Here, not at the top: zoo.decoding's searches must import without TensorFlow (Keras's
+    # JAX backend, where TensorFlow is not installed).
     import tensorflow as tf
 
-    from zoo.data.utf8 import repair_utf8
-
-    eos_id = tokenizer.eos_id if tokenizer.eos_id >= 0 else EOS_ID
     batch = tf.shape(inputs)[0]
-    tokens = tokenizer.tokenize(repair_utf8(inputs))  # (B, None) ragged
-    if max_input_length is not None:
-        tokens = tokens[:, :max_input_length]
+    tokens = preprocessor.tokenize(inputs)  # (B, None) ragged
     # Only the rows with tokens are decoded; the others translate to "".
     keep = tf.where(tokens.row_lengths() > 0)[:, 0]  # (B',) int64
     source = tf.gather(tokens, keep).to_tensor(default_value=PAD_ID)  # (B', S)
 
     def decode():
-        ids = tf.convert_to_tensor(search(tf.cast(source, tf.int32)))  # (B', L)
-        # Cut after the first EOS.
-        eos_seen = tf.cumsum(tf.cast(tf.equal(ids, eos_id), tf.int32), axis=1)
-        ids = tf.where(tf.equal(eos_seen, 0), ids, PAD_ID)
-        return tokenizer.detokenize(ids)  # (B',)
+        return preprocessor.detokenize(search(tf.cast(source, tf.int32)))  # (B',)
 
     outputs = tf.cond(tf.size(keep) > 0, decode, lambda: tf.zeros([0], tf.string))  # (B',)
-    # Byte pieces can spell invalid UTF-8: repair it, so that every output is valid text.
-    outputs = repair_utf8(outputs)
     return tf.tensor_scatter_nd_update(
         tf.fill([batch], ""), tf.expand_dims(keep, 1), outputs
     )  # (B,)
@@ -170,10 +159,9 @@ def bucket_length(length, buckets=BUCKETS, source_limit=None):
 
 def translate_sentences(
     model,
-    tokenizer,
+    preprocessor,
     sentences,
     make_search,
-    source_limit=None,
     method="beam",
     beam_size=4,
     max_length=None,
@@ -183,8 +171,8 @@ def translate_sentences(
 ):
     """Translate sentences with the search that ``make_search`` builds for ``model``.
 
-    The sentences go through :func:`translate_strings` (tokenized in the graph by the tf-text
-    tokenizer, truncated to ``source_limit`` tokens, cut after EOS, detokenized) with the
+    The sentences go through :func:`translate_strings` (tokenized in the graph by the
+    preprocessor, truncated to its ``max_length`` tokens, cut after EOS, detokenized) with the
     search under ``tf.function(jit_compile=True)``, compiled once per settings and padded
     shape and cached with the model. They go through in batches of ``batch_size`` sentences
     of similar lengths (sorted by length, the results in the order given); batches are padded
@@ -193,12 +181,12 @@ def translate_sentences(
 
     Args:
         model: the trained model (the key of the compiled functions' cache).
-        tokenizer: a :class:`zoo.data.SentencePieceTokenizer` (its ``bos_id`` and ``eos_id``
-            start and end the target).
+        preprocessor: the model's :class:`~zoo.models.TranslatorPreprocessor` (its
+            ``max_length``: the model's source positions, or None; its tokenizer's ``bos_id``
+            and ``eos_id`` start and end the target).
         sentences: a list of source sentences (``str``).
         make_search: ``make_search(model, method, max_length, compile_stage=..., **kwargs)``
             -> an ids -> ids search (the task's: a translator's, a NAT's).
-        source_limit: the model's source positions (None: unbounded).
         method, beam_size, max_length, **kwargs: the search's settings (``beam_size`` goes to
             ``"beam"`` only; ``bos_id`` and ``eos_id`` come from the tokenizer).
         batch_size: the most sentences decoded together.
@@ -215,11 +203,11 @@ def translate_sentences(
     sentences = list(sentences)
     if kwargs.get("rescorer", 0) is None:
         del kwargs["rescorer"]  # no rescorer: the same compiled search as without the argument
+    tokenizer, source_limit = preprocessor.tokenizer, preprocessor.max_length
     # The tokenizer's generation changes when a seed reset killed its tf-text op: retrace then.
-    generation = tokenizer.ensure_alive() if hasattr(tokenizer, "ensure_alive") else 0
-    settings = (
-        id(tokenizer), generation, method, beam_size, max_length, tuple(sorted(kwargs.items()))
-    )
+    generation = tokenizer.ensure_alive()
+    settings = (id(tokenizer), generation, source_limit, method, beam_size, max_length,
+                tuple(sorted(kwargs.items())))  # fmt: skip
     functions = _COMPILED.setdefault(model, {})
     if settings not in functions:  # built before any sentence: bad settings fail at once
         ids_kwargs = dict(kwargs, eos_id=tokenizer.eos_id if tokenizer.eos_id >= 0 else EOS_ID)
@@ -228,7 +216,7 @@ def translate_sentences(
         if method == "beam":
             ids_kwargs["beam_size"] = beam_size
         search = make_search(model, method, max_length, compile_stage=xla_compiled, **ids_kwargs)
-        functions[settings] = _make_translate_function(tf, tokenizer, search, source_limit)
+        functions[settings] = _make_translate_function(tf, preprocessor, search)
     run = functions[settings]
     if not sentences:
         return []
@@ -301,13 +289,11 @@ def bucketed(search, source_limit=None, buckets=BUCKETS, rows=True):
     return run
 
 
-def _make_translate_function(tf, tokenizer, search, source_limit):
+def _make_translate_function(tf, preprocessor, search):
     """The frame in a ``tf.function`` over the search (compiled by XLA), on bucketed shapes."""
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     def run(sentences):
-        return translate_strings(
-            sentences, tokenizer, bucketed(search, source_limit), max_input_length=source_limit
-        )
+        return translate_strings(sentences, preprocessor, bucketed(search, preprocessor.max_length))
 
     return run

@@ -4,10 +4,11 @@ Usage::
 
     python -m zoo.export.compare DIR [DIR ...] [--greedy | --beam-size K] [-- SENTENCE ...]
 
-Each ``DIR`` is a folder written by :func:`zoo.tasks.translation.serving.export_translator` (the highest version
-in its ``serving/`` is loaded, as TF Serving would), or a SavedModel folder itself. The sentences after ``--`` are translated
-by every model; without them, a few English sentences in the style of Multi30k are. The table
-has one column per model, headed by its folder, and wraps to the terminal's width.
+Each ``DIR`` is a folder written by :meth:`zoo.models.Translator.export_serving` (the highest
+version in its ``serving/`` is loaded, as TF Serving would), or a SavedModel folder itself. The
+sentences after ``--`` are translated by every model; without them, a few English sentences in
+the style of Multi30k are. The table has one column per model, headed by its folder, and wraps
+to the terminal's width.
 
 A folder that does not exist, or holds no loadable SavedModel, gets a one-line message on
 stderr, and the other models still print. The exit status is 0 when at least one model

@@ -8,7 +8,7 @@ subclass passes its model's search and sizes and adds its signatures.
 import tensorflow as tf
 
 from zoo.artifacts import SENTENCEPIECE_FILE, SERVING_VERSION
-from zoo.data.sentencepiece_vocab import PAD_ID, SentencePieceTokenizer
+from zoo.special_ids import PAD_ID
 from zoo.decoding.text import BUCKETS, bucketed, translate_strings, xla_compiled
 from zoo.export.folder import float32_model, save_serving, write_export
 
@@ -26,45 +26,41 @@ def positive_int(value, name):
 
 
 class TextServing(tf.Module):
-    """A translator and its tokenizer as a ``tf.Module``: sentences in, sentences out, in-graph.
+    """A translator and its preprocessor as a ``tf.Module``: sentences in, sentences out,
+    in-graph.
 
     The base of the serving modules of the translators; a subclass defines its ``tf.function``
     methods (``autograph=False``, plain graph mode) and the :attr:`signatures` property, each
-    signature calling :meth:`translate_with`. The module tracks the model's variables and the
-    tokenizer's resource, not the Keras model itself, so the SavedModel holds no Keras objects.
+    signature calling :meth:`translate_with`. The text goes through the model's preprocessor,
+    as ``generate``'s does. The module tracks the model's variables and the tokenizer's
+    resource, not the Keras objects, so the SavedModel holds none.
 
     Args:
-        model: the trained model.
-        tokenizer: its :class:`zoo.data.SentencePieceTokenizer` (or the path or bytes of the
-            ``.model`` file). The vocabulary must have the model's size, pad id 0, a BOS and an
-            EOS id.
-        max_input_length: the most source tokens read per sentence; longer sentences are
-            truncated. Defaults to the model's source positions.
+        model: the trained backbone.
+        preprocessor: its :class:`~zoo.models.TranslatorPreprocessor`, with a tf-text op of
+            its own (``with_max_length``); its ``max_length`` is the most source tokens read
+            per sentence (longer sentences are truncated). The vocabulary must have the
+            model's size, pad id 0, a BOS and an EOS id.
+        make_search: ``make_search(model, method, max_length, **kwargs)`` -> an ids -> ids
+            search (the model's: :func:`zoo.models.translator.translator_search`, ...).
+        vocab_size: the model's vocabulary size (the tokenizer's must match).
+        source_positions, target_positions: the model's positions (None: unbounded).
         max_output_length: the most target tokens per translation (EOS included). By
             default each request's search is sized from its source
             (:func:`zoo.decoding.output_length`, at most the model's target positions; a NAT
             spans its predicted lengths, at most its positions).
-        make_search: ``make_search(model, method, max_length, **kwargs)`` -> an ids -> ids
-            search (the task's: :func:`zoo.models.translator.translator_search`, ...).
-        vocab_size: the model's vocabulary size (the tokenizer's must match).
-        source_positions, target_positions: the model's positions (None: unbounded).
         name: the module name.
 
     Attributes:
-        tokenizer: the tokenizer (a ``tf.Module``).
+        tokenizer: the preprocessor's tokenizer (a ``tf.Module``).
         model_variables: the model's variables, tracked for the SavedModel.
         max_input_length, max_output_length: the settings above.
     """
 
-    def __init__(self, model, tokenizer, make_search, vocab_size, source_positions,
-                 target_positions, max_input_length=None, max_output_length=None, name=None):
+    def __init__(self, model, preprocessor, make_search, vocab_size, source_positions,
+                 target_positions, max_output_length=None, name=None):
         super().__init__(name=name)
-        # A tokenizer of its own, from the same model bytes: tf-text's SentencePiece resource
-        # belongs to the eager kernel that made it, and dies when TensorFlow clears its kernel
-        # cache (tf.random.set_seed does), so a tokenizer made earlier may be unusable.
-        if isinstance(tokenizer, SentencePieceTokenizer):
-            tokenizer = tokenizer.model_proto
-        tokenizer = SentencePieceTokenizer(tokenizer)
+        tokenizer, max_input_length = preprocessor.tokenizer, preprocessor.max_length
         model = float32_model(model)  # a model trained in mixed precision serves in float32
         if tokenizer.pad_id != PAD_ID or tokenizer.bos_id < 0 or tokenizer.eos_id < 0:
             raise ValueError(
@@ -76,8 +72,6 @@ class TextServing(tf.Module):
                 f"The vocabulary has {tokenizer.vocab_size} pieces but the model "
                 f"{model.name!r} has vocab_size={vocab_size}: not its vocabulary."
             )
-        if max_input_length is None:
-            max_input_length = source_positions
         if max_input_length is None:
             raise ValueError("The model's embedding has no max_length: pass max_input_length.")
         positive_int(max_input_length, "max_input_length")
@@ -103,10 +97,12 @@ class TextServing(tf.Module):
         self.max_input_length = max_input_length
         self.max_output_length = max_output_length
         ids = {"bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id}
-        # A plain function, not tracked: the SavedModel holds the variables, not the model.
+        # Plain functions, not tracked: the SavedModel holds the variables and the tokenizer,
+        # not the Keras objects.
         self._search = lambda method, **kwargs: make_search(
             model, method, max_output_length, **ids, **kwargs
         )
+        self._frame = lambda inputs, search: translate_strings(inputs, preprocessor, search)
 
     @property
     def signatures(self):
@@ -173,8 +169,7 @@ class TextServing(tf.Module):
             search = self._search(method, compile_stage=xla_compiled, **kwargs)
         else:
             search = self._search(method, **kwargs)
-        search = bucketed(search, self.max_input_length, rows=xla)
-        return translate_strings(inputs, self.tokenizer, search, self.max_input_length)
+        return self._frame(inputs, bucketed(search, self.max_input_length, rows=xla))
 
 
 def export_text_serving(model, serving, output_dir, verbose=False, version=SERVING_VERSION,

@@ -14,7 +14,7 @@ import os
 import shutil
 import sys
 
-from zoo.artifacts import LANGUAGES_FILE, first_line, written_atomically
+from zoo.artifacts import CONFIG_FILE, LANGUAGES_FILE, first_line, written_atomically
 from zoo.models.presets import from_presets
 
 __all__ = ["EvaluationFiles", "Task"]
@@ -46,6 +46,8 @@ class Task:
         evaluation_splits: the splits ``zoo evaluate`` scores by default.
         splits: every split :meth:`load_data` reads (``zoo evaluate --splits`` offers them).
         predict_verb: the command that runs :meth:`predict` (``zoo translate``, ``zoo tag``).
+        task_model: the model's task model in keras-hub's shape (``from_backbone``,
+            ``export_serving``), which ``model.keras`` holds; None: the model itself.
     """
 
     name = None
@@ -57,6 +59,7 @@ class Task:
     evaluation_splits = ()
     splits = ()
     predict_verb = None
+    task_model = None
 
     def get_config(self, preset, **overrides):
         """The named preset with any field overridden."""
@@ -193,15 +196,38 @@ class Task:
         raise NotImplementedError
 
     def inference_model(self, model, config, vocabulary):
-        """What ``model.keras`` holds of a trained ``model``: a model that runs on its own
-        (keras-hub's task model, its vocabulary inside), where the task has one; by default
-        the model itself."""
-        return model
+        """What ``model.keras`` holds of a trained ``model``: its :attr:`task_model`, its
+        vocabulary inside, over a copy of the backbone (without the training's optimizer); by
+        default the model itself."""
+        if self.task_model is None:
+            return model
+        return self.task_model.from_backbone(getattr(model, "backbone", None) or model,
+                                             vocabulary)  # fmt: skip
+
+    def as_task_model(self, model, vocabulary):
+        """``model`` as the :attr:`task_model`: itself, or over the backbone being trained."""
+        if isinstance(model, self.task_model):
+            return model
+        return self.task_model.from_backbone(model, vocabulary, copy=False)
 
     def upgrade_model(self, model, folder):
-        """The model read from ``folder`` in today's form (a file of an older zoo converted
-        in memory), or a one-line error naming the conversion; by default as it is."""
-        return model
+        """The model read from ``folder`` in today's form: a functional model of zoo 0.1.0
+        (no backbone) as the backbone of the architecture in the folder's ``config.json``,
+        with its weights; a one-line error naming the conversion without that file."""
+        if self.task_model is None:
+            return model
+        backbone_class = self.task_model.backbone_cls
+        if isinstance(model, (self.task_model, backbone_class)):
+            return model
+        path = os.path.join(os.fspath(folder), CONFIG_FILE)
+        if not os.path.exists(path):
+            raise ValueError(f"{folder} holds a {self.name} of zoo 0.1.0, whose architecture "
+                             f"is in {CONFIG_FILE}, missing here; `zoo export` of its workdir "
+                             "writes it in today's form")  # fmt: skip
+        with open(path) as f:
+            saved = json.load(f)
+        fields = {k: v for k, v in saved.items() if k in self.config_class.__dataclass_fields__}
+        return backbone_class.from_functional(model, self.config_class(**fields))
 
     def compile_model(self, model, config, jit_compile=False):
         """Compile ``model`` with its optimizer, loss and metrics; return it."""
@@ -244,15 +270,19 @@ class Task:
     exporter = None  # (model, vocabulary, output_dir, verbose, **options): the task's export
 
     def export(self, model, vocabulary, output_dir, verbose=False, languages=None, **options):
-        """Write the model, its vocabulary and the serving SavedModel to ``output_dir``, by the
-        task's :attr:`exporter` (``options`` are its own: ``zoo export``'s flags), with the
-        ``languages`` (:meth:`languages`) in ``languages.json`` beside the model and in the
-        SavedModel's ``assets.extra/``, so that the SavedModel alone says them."""
-        if self.exporter is None:
-            raise NotImplementedError(f"The {self.name} task has no export.")
+        """Write the model, its vocabulary and the serving SavedModel to ``output_dir``: the
+        task model's ``export_serving`` (or the task's :attr:`exporter`), ``options`` its own
+        (``zoo export``'s flags), with the ``languages`` (:meth:`languages`) in
+        ``languages.json`` beside the model and in the SavedModel's ``assets.extra/``, so that
+        the SavedModel alone says them."""
         if languages:
             data = (json.dumps(languages, indent=2) + "\n").encode()
             options["assets_extra"] = {LANGUAGES_FILE: data}
+        if self.task_model is not None:
+            model = self.as_task_model(model, vocabulary)
+            return model.export_serving(output_dir, verbose=verbose, **options)
+        if self.exporter is None:
+            raise NotImplementedError(f"The {self.name} task has no export.")
         return self.exporter(model, vocabulary, output_dir, verbose=verbose, **options)
 
     def __repr__(self):

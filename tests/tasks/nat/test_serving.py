@@ -18,8 +18,8 @@ from zoo.artifacts import serving_path
 from zoo.data import SentencePieceTokenizer, load_multi30k, train_sentencepiece
 from zoo.tasks import translate
 from zoo.decoding.nat import MAX_ITERATIONS, MAX_LENGTH_BEAM
-from zoo.models.nat import nat_counts
-from zoo.tasks.nat.serving import NAT_SIGNATURES, export_nat
+from zoo.models.nat import NATTranslator, nat_counts
+from zoo.models.nat.serving import NAT_SIGNATURES
 from zoo.models import build_translator, translator_config
 from zoo.models.nat import build_nat_translator, get_config, nat_modes
 from zoo.tasks import get_task, load
@@ -129,12 +129,14 @@ def test_the_counts_are_clamped(serving):
 
 def test_bad_models_and_settings_are_refused_before_writing(model, tokenizer, tmp_path):
     translator = build_translator(translator_config("tiny", vocab_size=VOCAB_SIZE))
-    with pytest.raises(ValueError, match="build_nat_translator"):
-        export_nat(translator, tokenizer, tmp_path / "out")
+    with pytest.raises(ValueError, match="needs a NATBackbone"):
+        NATTranslator.from_backbone(translator, tokenizer).export_serving(tmp_path / "out")
     with pytest.raises(ValueError, match="at most"):
-        export_nat(model, tokenizer, tmp_path / "out", default_length_beam=MAX_LENGTH_BEAM + 1)
+        NATTranslator.from_backbone(model, tokenizer).export_serving(
+            tmp_path / "out", default_length_beam=MAX_LENGTH_BEAM + 1)
     with pytest.raises(ValueError, match="positive int"):
-        export_nat(model, tokenizer, tmp_path / "out", default_iterations=0)
+        NATTranslator.from_backbone(model, tokenizer).export_serving(
+            tmp_path / "out", default_iterations=0)
     assert not (tmp_path / "out").exists()
 
 

@@ -17,8 +17,9 @@ from zoo.layers import (
     UniformCopy,
 )
 from zoo.models.nat.config import COPY_LAYER, CTC_LAYER, CTC_OUTPUT, MASK_ID, NATConfig
-from zoo.models.translator.backbone import ARCHITECTURE_FIELDS, ArchitectureBackbone
-from zoo.models.translator.stacks import decoder_stack, encoder_stack
+from zoo.models.backbone import ArchitectureBackbone
+from zoo.models.translator.backbone import ARCHITECTURE_FIELDS
+from zoo.models.translator.stacks import decoder_stack, encoder_stack, make_translator_layers
 
 __all__ = [
     "NAT_ARCHITECTURE_FIELDS", "NATBackbone", "NATLayers", "build_nat_translator",
@@ -97,17 +98,24 @@ class NATBackbone(ArchitectureBackbone):
     default_name = "nat"
 
     @staticmethod
-    def build_graph(config, layers):
-        return _nat_graph(config, layers)
+    def build_graph(config):
+        layers = make_translator_layers(config)
+        inputs, outputs, own_layers = _nat_graph(config, layers)
+        return inputs, outputs, (layers, own_layers)
+
+    @property
+    def roles(self):
+        """The translator's layers it runs (:class:`~zoo.models.translator.TranslatorLayers`)."""
+        return self.parts[0]
 
     @property
     def nat_layers(self):
         """Its own layers beside the translator's (:class:`NATLayers`)."""
-        return self._own_layers
+        return self.parts[1]
 
 
 def _nat_graph(config, layers):
-    """The NAT's inputs and outputs on symbolic inputs, over the layers of ``NewLayers``, and
+    """The NAT's inputs and outputs on symbolic inputs, over the translator's layers, and
     its own layers (:class:`NATLayers`)."""
     source = keras.Input((None,), dtype="int32", name="source")
     memory = encoder_stack(layers, source)  # (B, S, D), carries the padding mask

@@ -5,8 +5,7 @@ from dataclasses import dataclass
 
 from keras import ops
 
-from zoo.models.nat.backbone import NATLayers, nat_decoder_stack
-from zoo.models.nat.config import COPY_LAYER, CTC_LAYER, CTC_OUTPUT
+from zoo.models.nat.backbone import nat_decoder_stack
 from zoo.models.translator import encode, translator_layers
 from zoo.models.translator.stacks import decoder_stack
 
@@ -57,37 +56,28 @@ class NATModes:
 
 
 def nat_modes(model):
-    """The :class:`NATModes` of a model of :func:`build_nat_translator`, from its layers.
-
-    A ``.keras`` file alone decodes right: the copy is a layer of its own (``source_copy``),
-    the length predictor's config holds ``length_mode`` and ``max_offset``, and a CTC
-    decoder's upsampling layer (``ctc_upsampling``) its ratio.
+    """The :class:`NATModes` of a NAT (a backbone or a task model), from its own layers
+    (:func:`nat_layers`): the copy is a layer of its own, the length predictor's config holds
+    ``length_mode`` and ``max_offset``, and a CTC decoder's upsampling layer its ratio.
 
     Raises:
-        ValueError: the model has no ``length_predictor`` and no CTC decoder (not a NAT).
+        ValueError: the model is no NAT.
     """
     layers = nat_layers(model)
     if layers.ctc_upsampling is not None:
         return NATModes("upsampled", "none", 0, layers.ctc_upsampling.factor)
-    if layers.length_predictor is None:
-        raise ValueError(
-            f"Model {model.name!r} has no layer 'length_predictor': not a model of "
-            "zoo.models.nat.build_nat_translator."
-        )
     predictor = layers.length_predictor
     decoder_input = "copy" if layers.source_copy is not None else "mask"
     return NATModes(decoder_input, predictor.length_mode, predictor.max_offset)
 
 
 def nat_layers(model):
-    """The NAT's own layers (:class:`~zoo.models.nat.NATLayers`): its backbone's; a functional
-    NAT of zoo 0.1.0's found by their names."""
+    """The NAT's own layers (:class:`~zoo.models.nat.NATLayers`): its backbone's."""
     backbone = getattr(model, "backbone", None) or model  # a task model: its backbone
-    if hasattr(backbone, "nat_layers"):
-        return backbone.nat_layers
-    named = {layer.name: layer for layer in backbone.layers}
-    return NATLayers(*(named.get(name) for name in
-                       ("length_predictor", COPY_LAYER, CTC_LAYER, CTC_OUTPUT)))  # fmt: skip
+    if not hasattr(backbone, "nat_layers"):
+        raise ValueError(f"{model.name!r} is no NAT's backbone (a functional model of zoo "
+                         "0.1.0? zoo.tasks.load reads it as today's)")  # fmt: skip
+    return backbone.nat_layers
 
 
 def widest_lengths(source_lengths, max_offset, max_length):

@@ -7,8 +7,10 @@ import os
 import keras
 
 from zoo.models.nat.backbone import NATBackbone
+from zoo.models.nat.config import get_config
 from zoo.models.nat.inference import nat_source_positions
 from zoo.models.nat.search import METHODS, nat_counts, nat_translator_search
+from zoo.models.nat.serving import NATServing
 from zoo.models.translator.translator import Translator
 
 __all__ = ["NATTranslator"]
@@ -33,10 +35,10 @@ class NATTranslator(Translator):
     presets_dir = os.path.join(os.path.dirname(__file__), "presets")
     methods = METHODS
     search = staticmethod(nat_translator_search)
-
-    def source_limit(self):
-        """The most source tokens the NAT reads (a CTC decoder's upsampled source fits)."""
-        return nat_source_positions(self.backbone)
+    serving_class = NATServing
+    preset_config = staticmethod(get_config)
+    # The most source tokens the NAT reads (a CTC decoder's upsampled source fits).
+    source_positions = staticmethod(nat_source_positions)
 
     def search_options(self, options):
         """``iterations`` and ``length_beam`` (None: the model's defaults, :func:`nat_counts`)."""

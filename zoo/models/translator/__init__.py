@@ -8,12 +8,10 @@ written once (public, so that the NAT builds on them); ``inference`` what the se
 and the attention pictures.
 """
 
-from zoo.models.translator.backbone import TranslatorBackbone
-from zoo.models.translator.build import build_translator
+from zoo.models.translator.backbone import TranslatorBackbone, build_translator
 from zoo.models.translator.config import PRESETS, TranslatorConfig, get_config
 from zoo.models.translator.inference import (
     attention_weights,
-    cross_attention_weights,
     encode,
     full_logits,
     init_caches,
@@ -39,7 +37,6 @@ __all__ = [
     "TranslatorLayers",
     "build_translator",
     "attention_weights",
-    "cross_attention_weights",
     "encode",
     "full_logits",
     "get_config",

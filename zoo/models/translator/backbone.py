@@ -6,20 +6,18 @@ by role from :attr:`TranslatorBackbone.roles`, never by their names.
 """
 
 import keras
-from keras_hub.models import Backbone
 
 from zoo.layers import GuidedAttention, ScheduledSampling
+from zoo.models.backbone import ArchitectureBackbone
 from zoo.models.translator.config import TranslatorConfig
 from zoo.models.translator.stacks import (
-    NewLayers,
     copy_inputs,
     decoder_stack,
     encoder_stack,
+    make_translator_layers,
 )
 
-__all__ = [
-    "ARCHITECTURE_FIELDS", "ArchitectureBackbone", "TranslatorBackbone", "with_weights_of",
-]  # fmt: skip
+__all__ = ["ARCHITECTURE_FIELDS", "TranslatorBackbone", "build_translator"]
 
 # The fields of a TranslatorConfig that make the architecture: the backbone's arguments.
 ARCHITECTURE_FIELDS = (
@@ -30,64 +28,6 @@ ARCHITECTURE_FIELDS = (
     "scheduled_sampling_k", "scheduled_sampling_c", "scheduled_sampling_min",
     "guided_attention_weight", "guided_attention_decay", "guided_attention_sigma",
 )  # fmt: skip
-
-
-class ArchitectureBackbone(Backbone):
-    """A keras-hub backbone whose config is its architecture: the :attr:`architecture_fields`
-    of :attr:`config_class`, whose checks name a bad argument and whose defaults fill the
-    others. A subclass builds its graph (:meth:`build_graph`) over the layers of
-    :class:`~zoo.models.translator.stacks.NewLayers`, which makes each layer just before its
-    first call: the order of the random draws, and with it what a given seed builds, is the
-    functional builder's of 0.1.0. A Functional model's weights are saved by its graph's
-    layers, in their order, so the weights files of 0.1.0's functional models load as they are.
-    """
-
-    config_class = None
-    architecture_fields = ()
-    default_name = None
-
-    def __init__(self, name=None, dtype=None, **kwargs):
-        architecture = {field: kwargs.pop(field) for field in self.architecture_fields
-                        if field in kwargs}  # fmt: skip
-        config = self.config_class(**architecture)
-        made = NewLayers(config)
-        inputs, outputs, own_layers = self.build_graph(config, made)
-        super().__init__(inputs=inputs, outputs=outputs, name=name or self.default_name,
-                         dtype=dtype, **kwargs)  # fmt: skip
-        self._roles = made.roles()
-        self._own_layers = own_layers
-        self._architecture = architecture
-
-    @staticmethod
-    def build_graph(config, layers):
-        """``(inputs, outputs, own_layers)`` on symbolic inputs, over ``layers``."""
-        raise NotImplementedError
-
-    @property
-    def roles(self):
-        """The :class:`~zoo.models.translator.TranslatorLayers` the stacks and searches run."""
-        return self._roles
-
-    @classmethod
-    def from_training_config(cls, config, name=None):
-        """The backbone of a training config's architecture."""
-        return cls(**{field: getattr(config, field) for field in cls.architecture_fields},
-                   name=name)  # fmt: skip
-
-    @classmethod
-    def from_functional(cls, model, config):
-        """The backbone of a functional model saved by zoo 0.1.0, with its weights.
-
-        Args:
-            model: the ``keras.Model`` of its ``model.keras`` file.
-            config: the training config of its workdir's ``config.json``.
-        """
-        return with_weights_of(cls.from_training_config(config, name=model.name), model)
-
-    def get_config(self):
-        architecture = {field: list(value) if isinstance(value, tuple) else value
-                        for field, value in self._architecture.items()}  # fmt: skip
-        return {**super().get_config(), **architecture}
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -122,8 +62,14 @@ class TranslatorBackbone(ArchitectureBackbone):
     architecture_fields = ARCHITECTURE_FIELDS
     default_name = "translator"
 
+    @property
+    def roles(self):
+        """The :class:`~zoo.models.translator.TranslatorLayers` the stacks and searches run."""
+        return self.parts
+
     @staticmethod
-    def build_graph(config, layers):
+    def build_graph(config):
+        layers = make_translator_layers(config)
         source = keras.Input((None,), dtype="int32", name="source")
         target_in = keras.Input((None,), dtype="int32", name="target_in")
         memory = encoder_stack(layers, source)  # (B, S, D) or one per block
@@ -147,16 +93,10 @@ class TranslatorBackbone(ArchitectureBackbone):
                 sigma=config.guided_attention_sigma, name="guided_attention",
             )  # fmt: skip
             logits = guide(logits, cross, decoder_input, source)  # the loss added in training
-        return {"source": source, "target_in": target_in}, logits, None
+        return {"source": source, "target_in": target_in}, logits, layers
 
 
-def with_weights_of(backbone, model):
-    """``backbone`` with the weights of ``model``, a functional model of zoo 0.1.0 of the same
-    layers (its weights in the same order, by the same paths); a one-line error otherwise."""
-    old = [weight.path for weight in model.weights]
-    new = [weight.path for weight in backbone.weights]
-    if old != new:
-        raise ValueError(f"{model.name!r} does not have the weights of its config.json's "
-                         f"{backbone.name}: {len(old)} weights against {len(new)}")  # fmt: skip
-    backbone.set_weights(model.get_weights())
-    return backbone
+def build_translator(config, name=None):
+    """A new :class:`TranslatorBackbone` of a training config's architecture (``name``: the
+    task's, by default ``"translator"``)."""
+    return TranslatorBackbone.from_training_config(config, name=name)

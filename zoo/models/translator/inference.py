@@ -17,7 +17,6 @@ from zoo.models.translator.stacks import (
 
 __all__ = [
     "attention_weights",
-    "cross_attention_weights",
     "encode",
     "full_logits",
     "init_caches",
@@ -310,18 +309,3 @@ def attention_weights(model, source_ids, target_in):
         training=False,
     )
     return {"encoder_self": encoder_self, "decoder_self": decoder_self, "cross": cross}
-
-
-def cross_attention_weights(model, source_ids, target_in):
-    """The cross-attention weights of every decoder block, for pictures.
-
-    Args:
-        model: a translator of :func:`build_translator`.
-        source_ids: ``(B, S)`` int ids, 0-padded.
-        target_in: ``(B, T)`` int ids, BOS first (the decoder input).
-
-    Returns:
-        A list with one ``(B, N, T, S)`` array per decoder block: how much each target
-        position attends to each source token.
-    """
-    return attention_weights(model, source_ids, target_in)["cross"]

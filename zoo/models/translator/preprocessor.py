@@ -1,9 +1,10 @@
 """The translator's preprocessor: raw text -> the backbone's inputs, its vocabulary inside.
 
 A Keras layer in keras-hub's shape. It holds the SentencePiece model, saved as an asset inside
-the ``.keras`` file, and does the packing of teacher forcing (truncation, BOS, EOS), which the
-training pipeline, ``fit`` on strings and ``generate`` share. TensorFlow code (tf-text), so it
-lives with the model but outside the backbone, which stays in ``keras.ops``.
+the ``.keras`` file. It does the packing of teacher forcing (truncation, BOS, EOS), which the
+training pipeline and ``fit`` on strings share, and the text around every search, which
+``generate`` and the SavedModel share. TensorFlow code (tf-text), so it lives with the model
+but outside the backbone, which stays in ``keras.ops``.
 """
 
 import os
@@ -15,7 +16,7 @@ from keras_hub.models import Preprocessor
 from zoo.data.sentencepiece_vocab import SentencePieceTokenizer
 from zoo.data.translation_pipeline import teacher_forcing
 from zoo.data.utf8 import repair_utf8
-from zoo.special_ids import PAD_ID
+from zoo.special_ids import EOS_ID, PAD_ID
 
 __all__ = ["TranslatorPreprocessor"]
 
@@ -78,6 +79,24 @@ class TranslatorPreprocessor(Preprocessor):
         bytes: invalid UTF-8 is replaced by U+FFFD first)."""
         tokens = self._require_tokenizer().tokenize(repair_utf8(strings))
         return tokens[..., : self.max_length]
+
+    def detokenize(self, ids):
+        """``(B, L)`` output ids -> ``(B,)`` strings: cut after the first EOS, detokenized, and
+        valid UTF-8 (byte pieces can spell invalid UTF-8, which is replaced)."""
+        tokenizer = self._require_tokenizer()
+        ids = tf.convert_to_tensor(ids)
+        eos_id = tokenizer.eos_id if tokenizer.eos_id >= 0 else EOS_ID
+        eos_seen = tf.cumsum(tf.cast(tf.equal(ids, eos_id), tf.int32), axis=1)
+        ids = tf.where(tf.equal(eos_seen, 0), ids, tf.cast(PAD_ID, ids.dtype))
+        return repair_utf8(tokenizer.detokenize(ids))
+
+    def with_max_length(self, max_length=None):
+        """A copy reading at most ``max_length`` source tokens (None: this one's), with a
+        tf-text op of its own over the same vocabulary: an op dies when TensorFlow clears its
+        kernel cache (``tf.random.set_seed`` does), so a graph to keep (a SavedModel) is
+        traced over a new one."""
+        tokenizer = SentencePieceTokenizer(self._require_tokenizer().model_proto)
+        return type(self)(tokenizer, self.max_length if max_length is None else max_length)
 
     def pack(self, source_ids, target_ids):
         """Teacher forcing on ids (:func:`teacher_forcing`) with this vocabulary's BOS and EOS."""

@@ -3,7 +3,6 @@ the decoder stack. The builder runs them on symbolic inputs, the inference funct
 (one token at a time with KV caches), and the NAT on its own inputs, without the causal mask.
 """
 
-import functools
 from dataclasses import dataclass
 
 import keras
@@ -19,13 +18,13 @@ from zoo.layers import (
 from zoo.layers.attention import get_attention
 
 __all__ = [
-    "NewLayers",
     "TranslatorLayers",
     "block_memory",
     "copy_inputs",
     "cross_attention_of",
     "decoder_stack",
     "encoder_stack",
+    "make_translator_layers",
     "translator_layers",
 ]
 
@@ -109,166 +108,63 @@ class TranslatorLayers:
         return get_attention(block.cross_attention_variant) if block.cross_attention else None
 
 
-class NewLayers:
-    """The layers of a new translator, each made when the builder's stacks first reach it.
+def make_translator_layers(config):
+    """The :class:`TranslatorLayers` of a new translator of ``config`` (a
+    :class:`~zoo.models.translator.TranslatorConfig`), each with its stable name: the names of
+    zoo 0.1.0's functional translators, so that their weights files load."""
+    kwargs = _block_kwargs(config)
+    if config.share_embeddings:
+        source_embedding = target_embedding = _embedding(config, "embedding")
+    else:
+        source_embedding = _embedding(config, "source_embedding")
+        target_embedding = _embedding(config, "target_embedding")
+    decoder_kwargs = dict(kwargs)
+    # Only when chosen: the saved configs of existing models stay as they were.
+    if config.cross_attention_score != "scaled_dot":
+        decoder_kwargs["cross_attention_kwargs"] = {"score": config.cross_attention_score}
+    if config.cross_attention != "mha":
+        decoder_kwargs["cross_attention_variant"] = config.cross_attention
+    choice = config.cross_attention_layers  # "last", "mix" or one encoder layer per block
+    indices = {"last": (), "mix": [None] * config.decoder_layers}.get(choice, choice)
 
-    A layer draws random seeds when it is made and again when it is built, so making each one
-    just before its first call keeps the order of the draws, and with it the weights that a
-    given seed builds, as they have always been. It has the attributes of
-    :class:`TranslatorLayers`; the blocks come as generators, made one at a time the first
-    time a stack runs and the same ones after.
-    """
-
-    def __init__(self, config):
-        self.config = config
-        self._made = {"encoder_block_": [], "decoder_block_": []}
-
-    def _blocks(self, prefix, block_class, count):
-        made = self._made[prefix]
-        for i in range(count):
-            if i == len(made):
-                made.append(block_class(**_block_kwargs(self.config), name=f"{prefix}{i}"))
-            yield made[i]
-
-    @functools.cached_property
-    def _embeddings(self):
-        if self.config.share_embeddings:
-            embedding = _embedding(self.config, "embedding")
-            return embedding, embedding
-        return _embedding(self.config, "source_embedding"), _embedding(
-            self.config, "target_embedding"
-        )
-
-    @property
-    def source_embedding(self):
-        return self._embeddings[0]
-
-    @property
-    def target_embedding(self):
-        return self._embeddings[1]
-
-    @property
-    def encoder_blocks(self):
-        return self._blocks("encoder_block_", TransformerEncoderBlock, self.config.encoder_layers)
-
-    @property
-    def cross_attention_class(self):
-        # From the config: reading a block would make it before its turn.
-        return get_attention(self.config.cross_attention)
-
-    @property
-    def decoder_blocks(self):
-        return self._blocks("decoder_block_", self._decoder_block, self.config.decoder_layers)
-
-    def _decoder_block(self, **kwargs):
-        # Only when chosen: the saved configs of existing models stay as they were.
-        if self.config.cross_attention_score != "scaled_dot":
-            kwargs["cross_attention_kwargs"] = {"score": self.config.cross_attention_score}
-        if self.config.cross_attention != "mha":
-            kwargs["cross_attention_variant"] = self.config.cross_attention
-        return TransformerDecoderBlock(**kwargs)
-
-    @functools.cached_property
-    def encoder_norm(self):
-        return self._final_norm("encoder_norm")
-
-    @functools.cached_property
-    def encoder_outputs(self):
-        choice, count = self.config.cross_attention_layers, self.config.encoder_layers + 1
-        if choice == "last":
-            return ()
-        indices = [None] * self.config.decoder_layers if choice == "mix" else choice
-        return tuple(
-            LayerMix(count, index=index, name=f"encoder_output_{i}")
-            for i, index in enumerate(indices)
-        )
-
-    @functools.cached_property
-    def decoder_norm(self):
-        return self._final_norm("decoder_norm")
-
-    @functools.cached_property
-    def pointer_generator(self):
-        if not self.config.copy_mechanism:
-            return None
-        return PointerGenerator(name="pointer_generator")
-
-    @functools.cached_property
-    def output_projection(self):
-        if self.config.share_embeddings:
-            return None  # tied to the target embedding
-        return keras.layers.Dense(self.config.vocab_size, name="output_projection")
-
-    def roles(self):
-        """The :class:`TranslatorLayers` made, once the stacks have run."""
-        return TranslatorLayers(
-            self.source_embedding, self.target_embedding, tuple(self.encoder_blocks),
-            tuple(self.decoder_blocks), encoder_norm=self.encoder_norm,
-            decoder_norm=self.decoder_norm, output_projection=self.output_projection,
-            encoder_outputs=self.encoder_outputs, pointer_generator=self.pointer_generator,
-        )  # fmt: skip
-
-    def _final_norm(self, name):
-        if not self.config.normalize_first:
+    def final_norm(name):
+        if not config.normalize_first:
             return None  # post-LN blocks end normalized
         return LayerNormalization(epsilon=1e-5, name=name)
 
-
-def translator_layers(model):
-    """The :class:`TranslatorLayers` of a translator: its backbone's roles.
-
-    A functional translator saved by zoo 0.1.0 has no backbone: its layers are found by their
-    stable names, the one place that reads a model so.
-
-    Args:
-        model: a ``keras.Model`` of :func:`build_translator`, built or loaded.
-
-    Returns:
-        Its :class:`TranslatorLayers`.
-
-    Raises:
-        ValueError: the model lacks a layer a translator has.
-    """
-    model = getattr(model, "backbone", None) or model  # a task model: its backbone
-    if hasattr(model, "roles"):
-        return model.roles
-    layers = {layer.name: layer for layer in model.layers}
-
-    def find(name):
-        if name not in layers:
-            raise ValueError(
-                f"A translator needs a layer named {name!r}; model {model.name!r} (not a model "
-                f"of zoo.models.build_translator?) has {sorted(layers)}."
-            )
-        return layers[name]
-
-    def numbered(prefix):
-        blocks = []
-        while f"{prefix}{len(blocks)}" in layers:
-            blocks.append(layers[f"{prefix}{len(blocks)}"])
-        return tuple(blocks)
-
-    if "embedding" in layers:
-        source_embedding = target_embedding = layers["embedding"]
-        output_projection = None  # tied: embedding(hidden, reverse=True)
-    else:
-        source_embedding = find("source_embedding")
-        target_embedding = find("target_embedding")
-        output_projection = find("output_projection")
-    decoder_blocks = numbered("decoder_block_")
-    if not decoder_blocks:
-        find("decoder_block_0")
     return TranslatorLayers(
         source_embedding,
         target_embedding,
-        numbered("encoder_block_"),
-        decoder_blocks,
-        encoder_norm=layers.get("encoder_norm"),
-        decoder_norm=layers.get("decoder_norm"),
-        output_projection=output_projection,
-        encoder_outputs=numbered("encoder_output_"),
-        pointer_generator=layers.get("pointer_generator"),
-    )
+        tuple(TransformerEncoderBlock(**kwargs, name=f"encoder_block_{i}")
+              for i in range(config.encoder_layers)),
+        tuple(TransformerDecoderBlock(**decoder_kwargs, name=f"decoder_block_{i}")
+              for i in range(config.decoder_layers)),
+        encoder_norm=final_norm("encoder_norm"),
+        decoder_norm=final_norm("decoder_norm"),
+        # None when tied to the target embedding
+        output_projection=None if config.share_embeddings
+        else keras.layers.Dense(config.vocab_size, name="output_projection"),
+        encoder_outputs=tuple(LayerMix(config.encoder_layers + 1, index=index,
+                                       name=f"encoder_output_{i}")
+                              for i, index in enumerate(indices)),
+        pointer_generator=PointerGenerator(name="pointer_generator")
+        if config.copy_mechanism else None,
+    )  # fmt: skip
+
+
+def translator_layers(model):
+    """The :class:`TranslatorLayers` of a translator (a backbone or a task model): its
+    backbone's :attr:`~zoo.models.translator.TranslatorBackbone.roles`.
+
+    Raises:
+        ValueError: the model has no backbone of zoo's (a functional model of zoo 0.1.0,
+            which ``zoo.tasks.load`` upgrades).
+    """
+    backbone = getattr(model, "backbone", None) or model  # a task model: its backbone
+    if not hasattr(backbone, "roles"):
+        raise ValueError(f"{model.name!r} is no translator's backbone (a functional model of "
+                         "zoo 0.1.0? zoo.tasks.load reads it as today's)")  # fmt: skip
+    return backbone.roles
 
 
 # ---------------------------------------------------------------------- the forward pass

@@ -11,12 +11,16 @@ import os
 import keras
 from keras_hub.models import Seq2SeqLM
 
+from zoo.artifacts import SERVING_VERSION
 from zoo.decoding.text import translate_sentences
+from zoo.export.folder import float32_model
+from zoo.export.text_serving import export_text_serving
 from zoo.models.translator.backbone import TranslatorBackbone
 from zoo.models.translator.config import get_config
 from zoo.models.translator.inference import attention_weights
 from zoo.models.translator.preprocessor import TranslatorPreprocessor
 from zoo.models.translator.search import METHODS, translator_search
+from zoo.models.translator.serving import TranslatorServing
 from zoo.models.translator.stacks import translator_layers
 
 __all__ = ["Translator"]
@@ -46,6 +50,8 @@ class Translator(Seq2SeqLM):
     presets_dir = os.path.join(os.path.dirname(__file__), "presets")
     methods = METHODS  # the searches of generate
     search = staticmethod(translator_search)  # (backbone, method, max_length, ...) -> ids search
+    serving_class = TranslatorServing  # the signatures of export_serving
+    preset_config = staticmethod(get_config)  # an architecture preset's config
 
     def __init__(self, backbone, preprocessor=None, **kwargs):
         self.backbone = backbone
@@ -112,8 +118,7 @@ class Translator(Seq2SeqLM):
                              "has none.")  # fmt: skip
         single = isinstance(inputs, str)
         outputs = translate_sentences(
-            self.backbone, self.preprocessor.tokenizer, [inputs] if single else list(inputs),
-            self.search, self.source_limit(),
+            self.backbone, self.preprocessor, [inputs] if single else list(inputs), self.search,
             method=method or getattr(self, "sampler", None) or self.methods[0],
             beam_size=beam_size, max_length=max_length, batch_size=batch_size, verbose=verbose,
             **self.search_options(search_options),
@@ -142,9 +147,51 @@ class Translator(Seq2SeqLM):
                   for kind, maps in weights.items()}  # fmt: skip
         return arrays, pieces[0], pieces[1]
 
-    def source_limit(self):
-        """The most source tokens the backbone reads (its source positions)."""
-        return translator_layers(self.backbone).max_source_length
+    def export_serving(self, output_dir, max_input_length=None, verbose=False,
+                       version=SERVING_VERSION, assets_extra=None, warmup_xla=False,
+                       **options):  # fmt: skip
+        """Write the export folder that TF Serving serves as it is: ``model.keras`` (this
+        model, uncompiled), ``sentencepiece.model`` and the SavedModel ``serving/<version>/``,
+        whose signatures (:attr:`serving_class`; ``saved_models/README.md``) take sentences
+        and give translations, the preprocessor and the search inside. Everything is checked
+        before anything is written. Not Keras's ``export``, which writes the backbone's
+        forward pass.
+
+        Args:
+            output_dir: the folder (created if missing; its files are replaced).
+            max_input_length: the most source tokens read per sentence (longer sentences are
+                truncated); by default the preprocessor's.
+            verbose: draw a progress bar on stderr over the export's stages.
+            version: the SavedModel's version, ``serving/<version>/`` (TF Serving's layout:
+                ``serving/`` is the model's base path).
+            assets_extra: file name -> bytes for the SavedModel's ``assets.extra/`` (the
+                languages: ``zoo export`` writes them).
+            warmup_xla: the warm-up file (``assets.extra/tf_serving_warmup_requests``) also
+                compiles every program of the ``_xla`` signatures, for a server started with
+                ``--xla_cpu_compilation_enabled=true`` (the model then fails to load on one
+                without it).
+            **options: the signatures' settings (:attr:`serving_class`): ``max_output_length``,
+                and a translator's ``default_beam_size`` and ``alpha``, a NAT's
+                ``default_iterations`` and ``default_length_beam``.
+
+        Returns:
+            ``output_dir``, as a ``str``.
+        """
+        backbone = float32_model(self.backbone)  # a mixed-precision model serves in float32
+        serving = self.serving_class(
+            backbone, self.preprocessor.with_max_length(max_input_length), **options
+        )
+        model = self
+        if self.compiled or backbone is not self.backbone:  # its file: no optimizer, float32
+            model = type(self)(backbone, self.preprocessor, compile=False, name=self.name)
+        return export_text_serving(backbone, serving, output_dir, verbose=verbose,
+                                   version=version, assets_extra=assets_extra,
+                                   warmup_xla=warmup_xla, keras_model=model)  # fmt: skip
+
+    @staticmethod
+    def source_positions(backbone):
+        """The most source tokens ``backbone`` reads (None: unbounded)."""
+        return translator_layers(backbone).max_source_length
 
     def search_options(self, options):
         """The search's options as :meth:`generate` passes them on (here: as given)."""
@@ -175,23 +222,28 @@ class Translator(Seq2SeqLM):
         return model
 
     @classmethod
-    def from_backbone(cls, backbone, vocabulary, max_length, **kwargs):
-        """A translator for the files of a trained backbone: an uncompiled copy of it (a
-        training run's backbone carries its optimizer, whose config a loader would need) and
-        the vocabulary (a :class:`~zoo.data.SentencePieceTokenizer` or a ``.model`` path).
-        Uncompiled, so that its file holds no optimizer; loading compiles it afresh."""
-        copy = cls.backbone_cls.from_config(backbone.get_config())
-        copy.set_weights(backbone.get_weights())
-        preprocessor = TranslatorPreprocessor(vocabulary, max_length=max_length)
-        return cls(copy, preprocessor, **{"compile": False, **kwargs})
+    def from_backbone(cls, backbone, vocabulary, copy=True, **kwargs):
+        """A translator of a trained backbone and its vocabulary (a
+        :class:`~zoo.data.SentencePieceTokenizer` or a ``.model`` path), uncompiled, so that
+        its file holds no optimizer; loading compiles it afresh. With ``copy``, over a copy of
+        the backbone: a training run's backbone carries its optimizer, whose config a loader
+        would need."""
+        if not isinstance(backbone, cls.backbone_cls):
+            raise ValueError(f"A {cls.__name__} needs a {cls.backbone_cls.__name__}, not the "
+                             f"{type(backbone).__name__} {backbone.name!r}")  # fmt: skip
+        if copy:
+            backbone, trained = cls.backbone_cls.from_config(backbone.get_config()), backbone
+            backbone.set_weights(trained.get_weights())
+        preprocessor = TranslatorPreprocessor(vocabulary, cls.source_positions(backbone))
+        return cls(backbone, preprocessor, **{"compile": False, **kwargs})
 
     @classmethod
-    def from_architecture(cls, preset, vocabulary, name="translator", **overrides):
+    def from_architecture(cls, preset, vocabulary, name=None, **overrides):
         """A new, untrained translator: an architecture preset (``"tiny"``, ``"small"``,
         ``"base"``, ...) with any field overridden, and a SentencePiece ``.model`` file."""
         preprocessor = TranslatorPreprocessor(vocabulary)
         overrides.setdefault("vocab_size", preprocessor.vocabulary_size)
-        config = get_config(preset, **overrides)
-        preprocessor.max_length = config.max_length
-        backbone = TranslatorBackbone.from_training_config(config, name=name)
+        config = cls.preset_config(preset, **overrides)
+        backbone = cls.backbone_cls.from_training_config(config, name=name)
+        preprocessor.max_length = cls.source_positions(backbone)
         return cls(backbone, preprocessor)

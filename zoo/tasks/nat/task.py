@@ -17,12 +17,10 @@ from zoo.models.nat import (
     NATConfig,
     build_nat_translator,
     nat_counts,
-    nat_source_positions,
     nat_translator_search,
 )
 from zoo.models.nat.translator import NATTranslator  # the module: see zoo/tasks/translation
 from zoo.tasks.loading import load_trained
-from zoo.tasks.nat.serving import export_nat
 from zoo.tasks.translation.evaluation import evaluate_translator
 from zoo.tasks.translation.task import TranslationTask, bleu_line
 from zoo.training.losses import CTCLoss, MaskedSparseCrossEntropy
@@ -47,7 +45,6 @@ class NATTask(TranslationTask):
     # val_bleu decodes with the defaults: T=4 l=3, or 1 where the model takes one.
     validation_search = {"method": "mask_predict", "iterations": None, "length_beam": None}
     default_method = "mask_predict"
-    exporter = staticmethod(export_nat)
     search = staticmethod(nat_translator_search)
     task_model = NATTranslator
 
@@ -69,10 +66,6 @@ class NATTask(TranslationTask):
 
     def build_model(self, config):
         return build_nat_translator(config)
-
-    def source_limit(self, model):
-        """The most source tokens the NAT reads (a CTC decoder's upsampled source fits)."""
-        return nat_source_positions(model)
 
     def compile_model(self, model, config, jit_compile=False):
         """The masked tokens' mean cross entropy plus the weighted length cross entropy (with

@@ -9,7 +9,6 @@ Search: :func:`zoo.models.translator.translator_search` in the strings frame. Va
 SentencePiece model and a strings-to-strings SavedModel.
 """
 
-import json
 import os
 import random
 import sys
@@ -18,7 +17,7 @@ from dataclasses import replace
 import keras
 import sentencepiece
 
-from zoo.artifacts import CONFIG_FILE, SENTENCEPIECE_FILE, SENTENCEPIECE_PREFIX
+from zoo.artifacts import SENTENCEPIECE_FILE, SENTENCEPIECE_PREFIX
 from zoo.data import (
     BOS_ID,
     EOS_ID,
@@ -33,17 +32,16 @@ from zoo.data import (
 from zoo.decoding.text import translate_sentences
 # The module, not the package: the package leaves the task model out where TensorFlow was
 # missing when it was first imported (a JAX process that imports TensorFlow later).
+from zoo.models.translator.preprocessor import TranslatorPreprocessor
 from zoo.models.translator.translator import Translator
 from zoo.models.translator import (
     PRESETS,
     TranslatorConfig,
     build_translator,
-    translator_layers,
     translator_search,
 )
 from zoo.tasks.task import Task
 from zoo.tasks.translation.evaluation import evaluate_translator
-from zoo.tasks.translation.serving import export_translator
 from zoo.tasks.translation.validation import ValidationBleu
 from zoo.training.losses import MaskedSparseCrossEntropy
 from zoo.training.optimizer import make_optimizer
@@ -82,7 +80,6 @@ class TranslationTask(Task):
     validation_split = "val"
     validation_search = {"method": "greedy"}  # the search behind val_bleu, after each epoch
     evaluation_splits = ("val", "test2016")
-    exporter = staticmethod(export_translator)
     splits = ("train", "val", "test2016")
     predict_verb = "translate"
     default_method = "beam"
@@ -198,27 +195,6 @@ class TranslationTask(Task):
     def build_model(self, config):
         return build_translator(config)
 
-    def inference_model(self, model, config, vocabulary):
-        """The task model (:attr:`task_model`): the backbone and its SentencePiece model."""
-        backbone = getattr(model, "backbone", None) or model
-        return self.task_model.from_backbone(backbone, vocabulary, config.max_length)
-
-    def upgrade_model(self, model, folder):
-        """A functional translator of zoo 0.1.0 (no backbone) as a backbone with its weights,
-        built from the architecture in the folder's ``config.json``."""
-        backbone_class = self.task_model.backbone_cls
-        if isinstance(model, (self.task_model, backbone_class)):
-            return model
-        path = os.path.join(os.fspath(folder), CONFIG_FILE)
-        if not os.path.exists(path):
-            raise ValueError(f"{folder} holds a {self.name} of zoo 0.1.0, whose architecture "
-                             f"is in {CONFIG_FILE}, missing here; `zoo export` of its workdir "
-                             "writes it in today's form")  # fmt: skip
-        with open(path) as f:
-            saved = json.load(f)
-        fields = {k: v for k, v in saved.items() if k in self.config_class.__dataclass_fields__}
-        return backbone_class.from_functional(model, self.config_class(**fields))
-
     def compile_model(self, model, config, jit_compile=False):
         """:func:`~zoo.training.make_optimizer` and label-smoothed masked cross entropy."""
         model.compile(
@@ -234,14 +210,15 @@ class TranslationTask(Task):
         default, ``"greedy"``, ``"sample"``); ``options`` are those of
         :func:`zoo.decoding.translate_sentences` and of the search (``beam_size``,
         ``max_length``, ``batch_size``, ``verbose``, ``alpha``, ``seed``, ...)."""
+        backbone = getattr(model, "backbone", None) or model
+        preprocessor = getattr(model, "preprocessor", None)
+        if preprocessor is None:  # a backbone in training: its run's vocabulary
+            positions = self.task_model.source_positions(backbone)
+            preprocessor = TranslatorPreprocessor(tokenizer, positions)
         return translate_sentences(
-            model, tokenizer, sentences, self.search, self.source_limit(model),
+            backbone, preprocessor, sentences, self.search,
             method=method or self.default_method, beam_size=beam_size, **options,
         )  # fmt: skip
-
-    def source_limit(self, model):
-        """The most source tokens the model reads: its source positions."""
-        return translator_layers(model).max_source_length
 
     def metric_callbacks(self, config, vocabulary, validation_data, bleu_sample_size=200):
         if not bleu_sample_size:
