@@ -40,9 +40,8 @@ import common  # noqa: E402  (benchmarks/common.py)
 from zoo.data import TaggerVocabulary, Treebank  # noqa: E402
 from zoo.evaluation.conll18 import universal_features  # noqa: E402
 from zoo.layers import CRFAccuracy, CRFLoss  # noqa: E402
-from zoo.models.tagger import build_tagger  # noqa: E402
+from zoo.models.tagger import Tagger, TaggerBackbone, build_tagger  # noqa: E402
 from zoo.tasks.tagging import TaggingTask  # noqa: E402
-from zoo.tasks.tagging.search import tag_columns  # noqa: E402
 from zoo.tasks.tagging.validation import alltags_accuracy  # noqa: E402
 from zoo.training import train  # noqa: E402
 from zoo.training.losses import MaskedSparseCrossEntropy  # noqa: E402
@@ -119,7 +118,12 @@ class PerFeatureTagging(BundleTagging):
         x = base.get_layer("encoder_norm").output
         outputs = dict(base.output)
         outputs["feats"] = keras.layers.Dense(sum(self.sizes), name="feats_per_feature")(x)
-        return keras.Model(base.input, outputs, name="tagger")
+        model = keras.Model(base.input, outputs, name="tagger")
+        model.base = base  # its tagger's backbone, whose layers it shares
+        return model
+
+    def inference_model(self, model, config, vocabulary):
+        return model  # a study's model: its file is not zoo's Tagger
 
     def dataset(self, config, vocabulary, data, training, **options):
         def per_feature(features, labels):
@@ -180,19 +184,30 @@ class DevFigures(keras.callbacks.Callback):
         if isinstance(self.task, PerFeatureTagging):
             predicted = self._per_feature(words)
         else:
-            predicted = tag_columns(self.model, self.vocabulary, words)
+            predicted = self._tagger(self.model).tag_columns(words)
         logs["val_ufeats"] = ufeats(self.sentences, predicted["feats"])
         logs["val_alltags_dev"] = alltags_accuracy(self.sentences, predicted)
 
+    def _tagger(self, backbone):
+        return Tagger.from_backbone(backbone, self.vocabulary, copy=False)
+
     def _per_feature(self, words):
-        # tag_columns for the other heads; the FEATS head read here (sentences fit one window).
-        model = self.model
-        others = keras.Model(model.input, {h: o for h, o in model.output.items() if h != "feats"})
-        predicted = tag_columns(others, self.vocabulary, words)
-        feats = []
+        # tag_columns for the other heads (a tagger of the same layers with a bundle head of
+        # one class); the FEATS head read here (sentences fit one window).
+        model, vocabulary = self.model, self.vocabulary
+        config = {**model.base.get_config(), "num_feats_tags": 0}
+        others = TaggerBackbone.from_config(config)
+        for layer in others.layers:
+            if layer.weights:
+                layer.set_weights(model.base.get_layer(layer.name).get_weights())
+        predicted = self._tagger(others).tag_columns(words)
+        tagger, feats = self._tagger(model.base), []
         for start in range(0, len(words), 64):
             batch = words[start : start + 64]
-            logits = np.asarray(model(self.vocabulary.encode(batch), training=False)["feats"])
+            flat = tf.constant([w for sentence in batch for w in sentence])
+            inputs, _, _ = tagger.preprocessor.windows(
+                tf.RaggedTensor.from_row_lengths(flat, [len(s) for s in batch]))
+            logits = np.asarray(model(inputs, training=False)["feats"])
             for row, sentence in zip(logits, batch):
                 feats.append(self.task.decode_feats(row[: len(sentence)]))
         predicted["feats"] = feats

@@ -9,7 +9,7 @@ Python path on the same sentences, at batch 1 and batch 64, in one run.
   (:func:`zoo.models.nat.search.nat_counts`: a CMLM 4 iterations and 3 candidate lengths, a CTC
   NAT, the one shipped now, its one pass): ``translate(..., method="mask_predict")`` against
   ``serving_default`` and ``translate_xla``;
-- tagger (``saved_models/tagger-en-ewt``): :func:`zoo.tasks.tagging.search.tag_sentences` against
+- tagger (``saved_models/tagger-en-ewt``): ``Tagger.tag_columns`` (its own ``tf.function``) against
   ``serving_default``.
 
 The translators read the first 128 sentences of Multi30k test2016, the tagger the first 128
@@ -39,7 +39,7 @@ import tensorflow_text  # noqa: E402, F401  (registers the SentencePiece ops)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402  (benchmarks/common.py)
-from tagger_throughput import python_tags, serving_tags  # noqa: E402  (tag_sentences, batch 64)
+from tagger_throughput import python_tags, serving_tags  # noqa: E402  (Tagger, batch 64)
 
 from zoo.artifacts import latest_serving_path  # noqa: E402
 from zoo.data import load_multi30k, load_ud_english_ewt  # noqa: E402

@@ -85,6 +85,7 @@ def prepare(args):
     """Build each vocabulary the rows need; keep train and dev encoded."""
     from zoo.data import bucket_spec
     from zoo.data.tagging_pipeline import _encode_flat, split_long_sentences
+    from zoo.models import TaggerPreprocessor
     from zoo.tasks import get_task
 
     task = get_task("tagger")
@@ -103,9 +104,10 @@ def prepare(args):
         arrays = {}
         for split in SPLITS:
             sentences = [s for s in split_long_sentences(data[split], config.max_length) if s.words]
-            words, chars, upos, xpos, lengths = _encode_flat(sentences, vocabulary, True)
-            for key, array in (("words", words), ("chars", chars), ("upos", upos),
-                               ("xpos", xpos), ("lengths", lengths)):
+            words, chars, labels, lengths, _ = _encode_flat(
+                sentences, TaggerPreprocessor(vocabulary), ("upos", "xpos"))
+            for key, array in (("words", words), ("chars", chars), ("upos", labels["upos"]),
+                               ("xpos", labels["xpos"]), ("lengths", lengths)):
                 arrays[f"{split}_{key}"] = array.astype("int32")
         np.savez_compressed(os.path.join(folder, "encoded.npz"), **arrays)
         gpu_rows.write_json(os.path.join(folder, "sizes.json"), {

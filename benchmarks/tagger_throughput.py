@@ -5,20 +5,19 @@ one space, are tagged in batches of 64 consecutive sentences, two ways, timed al
 one run (the median of several rounds after a warm-up round; one round tags every sentence):
 
 - serving: the ``serving_default`` signature of ``<model-dir>/serving``
-  (:mod:`zoo.tasks.tagging.serving`), one call per batch of 64 sentence strings: whitespace
+  (:mod:`zoo.models.tagger.serving`), one call per batch of 64 sentence strings: whitespace
   split, vocabulary lookups, windows, the model and Viterbi decoding, all in one TensorFlow
   graph (plain graph mode, no XLA);
-- Python: :func:`zoo.tasks.tagging.search.tag_sentences` on the Keras model of ``<model-dir>/model.keras``
-  with ``batch_size=64``, one call per batch of the same 64 sentences (``str.split()``):
-  encoding with :class:`zoo.data.TaggerVocabulary` in Python, the model called eagerly, the
-  Viterbi decoding of :func:`zoo.tasks.tagging.search.predict_tags`.
+- Python: ``Tagger.tag_columns`` of the task model of ``<model-dir>/model.keras`` with
+  ``batch_size=64``, one call per batch of the same 64 sentences (``str.split()``): the same
+  preprocessing and decoding in a ``tf.function`` of its own (every head).
 
 Both read the same words and give one tag per word; the benchmark checks that the tags are
 the same, and the figure is the ratio of the throughputs, in tokens (words) tagged per second.
 
     python benchmarks/tagger_throughput.py [--model-dir saved_models/tagger-en-ewt] [--quick]
 
-``--model-dir`` is a folder of :func:`zoo.tasks.tagging.serving.export_tagger`: ``model.keras``,
+``--model-dir`` is a folder of ``Tagger.export_serving`` (``zoo export tagger``): ``model.keras``,
 ``vocabulary.json`` and ``serving/1/`` (the highest version is read).
 """
 
@@ -40,11 +39,10 @@ from common import replace_section  # noqa: E402,F401  (also used by the tests a
 import zoo  # noqa: E402, F401  (registers the layers for load_model)
 from zoo.artifacts import MODEL_FILE, TAGGER_VOCABULARY_FILE, latest_serving_path  # noqa: E402
 from zoo.data import TaggerVocabulary, load_ud_english_ewt  # noqa: E402
-from zoo.tasks.tagging.search import tag_sentences  # noqa: E402
 
-TITLE = "Tagger throughput: serving SavedModel vs tag_sentences (UD English-EWT test, batch 64)"
+TITLE = "Tagger throughput: serving SavedModel vs Tagger.tag (UD English-EWT test, batch 64)"
 SERVING = "serving SavedModel (graph)"
-PYTHON = "tag_sentences (Python, eager Keras)"
+PYTHON = "Tagger.tag_columns (Python, its own tf.function)"
 BATCH = 64
 
 
@@ -61,7 +59,7 @@ def load_tagger(model_dir):
     if missing:
         raise FileNotFoundError(
             f"{model_dir} lacks {', '.join(missing)}: pass --model-dir, a folder written by "
-            "zoo.tasks.tagging.serving.export_tagger (model.keras, vocabulary.json, serving/1/)."
+            "zoo export tagger (model.keras, vocabulary.json, serving/1/)."
         )
     model = keras.models.load_model(os.path.join(model_dir, MODEL_FILE), compile=False)
     vocabulary = TaggerVocabulary.load(os.path.join(model_dir, TAGGER_VOCABULARY_FILE))
@@ -81,8 +79,8 @@ def serving_tags(function, batch):
 
 
 def python_tags(model, vocabulary, batch):
-    """The tags of one batch of sentence strings, through ``tag_sentences`` (batch 64)."""
-    return tag_sentences(model, vocabulary, [text.split() for text in batch], batch_size=BATCH)
+    """The UPOS tags of one batch of sentence strings, through the task model (batch 64)."""
+    return model.tag_columns([text.split() for text in batch], batch_size=BATCH)["upos"]
 
 
 def measure_throughput(model, vocabulary, serving, texts, batch_size=BATCH, rounds=5, warmup=1):
@@ -166,11 +164,12 @@ def main(argv=None):
             table,
             notes=[
                 f"model: {args.model_dir} ({model.count_params():,} parameters, window "
-                f"{model.get_layer('word_embedding').max_length} words)",
+                f"{model.preprocessor.window} words)",
                 f"{len(texts):,} sentences, {result['words']:,} words, in batches of {BATCH} "
                 "consecutive sentences (space-joined words; the Python path splits them again)",
                 "serving: one serving_default call per batch (plain graph mode, XLA off); Python: "
-                f"one tag_sentences(batch_size={BATCH}) call per batch (eager Keras, XLA off)",
+                f"one Tagger.tag_columns(batch_size={BATCH}) call per batch (every head; its own "
+                "tf.function, XLA off)",
                 f"median of {rounds} alternating rounds (one round = every sentence) after "
                 "1 warm-up round per path; tokens/s = words / seconds per round",
                 f"tags equal on {result['agreement']:.2%} of the words",

@@ -11,9 +11,8 @@ import keras
 import pytest
 
 from zoo.data import TaggerVocabulary, load_ud_english_ewt
-from zoo.tasks.tagging.search import tag_sentences
-from zoo.tasks.tagging.serving import export_tagger
-from zoo.models import build_tagger, tagger_config
+from tests.models.tagger_reference import tag_sentences
+from zoo.models import Tagger, build_tagger, tagger_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -34,7 +33,8 @@ def model_dir(tmp_path_factory):
     vocabulary = TaggerVocabulary.build(load_ud_english_ewt("train")[:300], max_word_length=10)
     keras.utils.set_random_seed(0)
     model = build_tagger(tagger_config("tiny", max_length=8, **vocabulary.config_overrides()))
-    return export_tagger(model, vocabulary, tmp_path_factory.mktemp("bench") / "tagger")
+    tagger = Tagger.from_backbone(model, vocabulary)
+    return tagger.export_serving(tmp_path_factory.mktemp("bench") / "tagger")
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def test_both_paths_tag_every_word_alike_and_the_figures_add_up(model_dir, texts
 def test_the_two_paths_are_the_serving_model_and_tag_sentences(model_dir, texts):
     model, vocabulary, serving = bench.load_tagger(model_dir)
     batch = texts[:5]
-    expected = tag_sentences(model, vocabulary, [t.split() for t in batch])
+    expected = tag_sentences(model.backbone, vocabulary, [t.split() for t in batch])
     assert bench.serving_tags(serving, batch) == expected
     assert bench.python_tags(model, vocabulary, batch) == expected
     assert [len(t) for t in expected] == [len(t.split()) for t in batch]

@@ -1,12 +1,15 @@
-"""TaggerVocabulary: word and character ids, lowercasing, long words, labels, the JSON file."""
+"""TaggerVocabulary: word and character ids (as the tagger's preprocessor looks them up),
+lowercasing, long words, the classes of each head, the JSON file."""
 
 import json
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from zoo.data import UPOS_TAGS, Sentence, TaggerVocabulary
-from zoo.data.tagger_vocabulary import BOW_ID, EOW_ID, OOV_ID, PAD_ID
+from zoo.data.tagger_vocabulary import BOW_ID, EOW_ID, OOV_ID
+from zoo.models import TaggerPreprocessor
 
 
 def _sentence(pairs, sent_id):
@@ -23,57 +26,49 @@ SENTENCES = [
 VOCABULARY = TaggerVocabulary.build(SENTENCES, min_count=2, max_word_length=10)
 
 
+def _ids(vocabulary, words):
+    """The word ids ``(N,)`` and character ids ``(N, C)`` of ``words``."""
+    word_ids, char_ids = TaggerPreprocessor(vocabulary).encode(tf.constant(words, tf.string))
+    return word_ids.numpy(), char_ids.numpy()
+
+
+def _word_id(vocabulary, word):
+    return int(_ids(vocabulary, [word])[0][0])
+
+
 def test_vocabulary_ids_counts_and_lowercasing():
     # "the" (2, after lowercasing "The"), "cat" (2), "ran" (2) and "." (3) reach min_count=2.
     assert VOCABULARY.words == (".", "cat", "ran", "the")
     assert VOCABULARY.word_vocab_size == 6
     the = 2 + VOCABULARY.words.index("the")
-    assert VOCABULARY.word_id("THE") == VOCABULARY.word_id("the") == the
-    assert VOCABULARY.word_id("dog") == OOV_ID  # seen once
+    assert _word_id(VOCABULARY, "THE") == _word_id(VOCABULARY, "the") == the
+    assert _word_id(VOCABULARY, "dog") == OOV_ID  # seen once
     cased = TaggerVocabulary.build(SENTENCES, min_count=1, lowercase=False)
-    assert cased.word_id("The") != cased.word_id("the") and cased.word_id("THE") == OOV_ID
+    assert _word_id(cased, "The") != _word_id(cased, "the")
+    assert _word_id(cased, "THE") == OOV_ID
     # Characters keep case, the most frequent first; the four special ids come before them.
     assert "T" in VOCABULARY.chars and "t" in VOCABULARY.chars
     assert VOCABULARY.char_vocab_size == len(VOCABULARY.chars) + 4
     assert VOCABULARY.xpos_tags == (".", "DT", "NN", "NNS", "RB", "VBD", "VBP")
 
 
-def test_encode_pads_marks_words_and_labels_tags():
-    encoded = VOCABULARY.encode(SENTENCES)
-    assert set(encoded) == {"words", "chars", "upos", "xpos"}
-    assert encoded["words"].shape == (4, 5) and encoded["chars"].shape == (4, 5, 10)
-    assert all(a.dtype == np.int32 for a in encoded.values())
-    assert encoded["words"][0, 4] == PAD_ID and not encoded["chars"][0, 4].any()
-    assert encoded["words"][3, 0] == OOV_ID  # "Dogs"
-    cat = encoded["chars"][0, 1]
-    letters = [VOCABULARY.char_ids(letter)[1] for letter in "cat"]
-    np.testing.assert_array_equal(cat[:5], [BOW_ID, *letters, EOW_ID])
-    assert not cat[5:].any()
-    assert encoded["upos"][1].tolist() == [UPOS_TAGS.index(t) for t in SENTENCES[1].upos]
-    assert encoded["xpos"][1, 3] == VOCABULARY.xpos_tags.index("RB")
-    assert encoded["upos"][0, 4] == 0  # labels are 0 at padding
-    # Unknown characters are OOV; plain word lists give inputs only.
-    plain = VOCABULARY.encode([["ζ"]])
-    assert set(plain) == {"words", "chars"}
-    assert plain["chars"][0, 0, :3].tolist() == [BOW_ID, OOV_ID, EOW_ID]
+def test_words_are_marked_and_unknown_ones_are_oov():
+    word_ids, char_ids = _ids(VOCABULARY, ["cat", "Dogs", "ζ"])
+    assert char_ids.shape == (3, 10) and char_ids.dtype == np.int32
+    assert word_ids[1] == OOV_ID  # "Dogs"
+    letters = [VOCABULARY.chars.index(letter) + 4 for letter in "cat"]
+    np.testing.assert_array_equal(char_ids[0, :5], [BOW_ID, *letters, EOW_ID])
+    assert not char_ids[0, 5:].any()
+    assert char_ids[2, :3].tolist() == [BOW_ID, OOV_ID, EOW_ID]  # an unknown character
 
 
 def test_long_words_keep_their_prefix_and_suffix():
     vocabulary = TaggerVocabulary.build([list("abcdefghijklmnop")], min_count=1, max_word_length=7)
-    ids = vocabulary.char_ids("abcdefghijklmnop")
+    ids = _ids(vocabulary, ["abcdefghijklmnop"])[1][0]
     assert len(ids) == 7
-    inverse = {i: c for c, i in ((c, vocabulary.char_ids(c)[1]) for c in "abcdefghijklmnop")}
+    inverse = {vocabulary.chars.index(c) + 4: c for c in "abcdefghijklmnop"}
     assert "".join(inverse[i] for i in ids[1:-1]) == "abcop"  # 5 of room: 3 first, 2 last
     assert (ids[0], ids[-1]) == (BOW_ID, EOW_ID)
-
-
-def test_encode_length_and_unknown_tags_are_errors():
-    assert VOCABULARY.encode(SENTENCES[:1], length=7)["words"].shape == (1, 7)
-    with pytest.raises(ValueError, match="more than length=3"):
-        VOCABULARY.encode(SENTENCES[:1], length=3)
-    odd = _sentence("cat/NOUN/XX", "odd")
-    with pytest.raises(ValueError, match="'XX' is not in the vocabulary"):
-        VOCABULARY.encode([odd])
 
 
 def test_vocabulary_json_round_trip(tmp_path):
@@ -83,8 +78,9 @@ def test_vocabulary_json_round_trip(tmp_path):
     vocabulary.save(path)
     loaded = TaggerVocabulary.load(path)
     assert loaded == vocabulary and loaded.chars == vocabulary.chars
-    for key, value in vocabulary.encode(SENTENCES).items():
-        np.testing.assert_array_equal(loaded.encode(SENTENCES)[key], value)
+    words = [word for sentence in sentences for word in sentence.words]
+    for loaded_ids, ids in zip(_ids(loaded, words), _ids(vocabulary, words)):
+        np.testing.assert_array_equal(loaded_ids, ids)
     path.write_text(json.dumps({"words": []}))
     with pytest.raises(ValueError, match="not a TaggerVocabulary file"):
         TaggerVocabulary.load(path)

@@ -5,9 +5,12 @@ import pytest
 
 from zoo.data import UPOS_TAGS, Sentence, TaggerVocabulary, load_ud_english_ewt
 from zoo.data import make_tagging_dataset, split_long_sentences
+from tests.models.tagger_reference import encode
+from zoo.models import TaggerPreprocessor
 
 SENTENCES = load_ud_english_ewt("dev")[:300]
 VOCABULARY = TaggerVocabulary.build(SENTENCES, max_word_length=12)
+PREPROCESSOR = TaggerPreprocessor(VOCABULARY)  # encodes the words, as tagging does
 
 
 def _epoch(ds):
@@ -15,8 +18,8 @@ def _epoch(ds):
 
 
 def test_one_epoch_holds_every_sentence_once_within_the_budget():
-    ds = make_tagging_dataset(SENTENCES, VOCABULARY, batch_tokens=256, max_length=64, seed=1)
-    expected = VOCABULARY.encode(split_long_sentences(SENTENCES, 64))
+    ds = make_tagging_dataset(SENTENCES, PREPROCESSOR, batch_tokens=256, max_length=64, seed=1)
+    expected = encode(VOCABULARY, split_long_sentences(SENTENCES, 64))
     # Each sentence, as (words, upos) tuples, from the reference encoder and from the dataset.
     want = sorted(
         (tuple(w[w != 0]), tuple(u[w != 0])) for w, u in zip(expected["words"], expected["upos"])
@@ -31,10 +34,10 @@ def test_one_epoch_holds_every_sentence_once_within_the_budget():
 
 
 def test_characters_match_the_vocabulary_and_padding_is_zero():
-    ds = make_tagging_dataset(SENTENCES[:20], VOCABULARY, shuffle=False)
+    ds = make_tagging_dataset(SENTENCES[:20], PREPROCESSOR, shuffle=False)
     assert ds.options().autotune.enabled is False  # as the translation pipeline's (prefetched)
     by_words = {}
-    encoded = VOCABULARY.encode(SENTENCES[:20])
+    encoded = encode(VOCABULARY, SENTENCES[:20])
     for w, c in zip(encoded["words"], encoded["chars"]):
         by_words[tuple(w[w != 0])] = c[w != 0]
     for words, chars, _ in _epoch(ds):
@@ -45,8 +48,9 @@ def test_characters_match_the_vocabulary_and_padding_is_zero():
 
 
 def test_word_dropout_replaces_words_by_oov_and_keeps_characters():
-    kept = make_tagging_dataset(SENTENCES, VOCABULARY, shuffle=False)
-    dropped = make_tagging_dataset(SENTENCES, VOCABULARY, shuffle=False, word_dropout=0.5, seed=3)
+    kept = make_tagging_dataset(SENTENCES, PREPROCESSOR, shuffle=False)
+    dropped = make_tagging_dataset(SENTENCES, PREPROCESSOR, shuffle=False, word_dropout=0.5,
+                                   seed=3)  # fmt: skip
     changed = total = 0
     for (w0, c0, u0), (w1, c1, u1) in zip(_epoch(kept), _epoch(dropped)):
         np.testing.assert_array_equal(c0, c1)
@@ -66,7 +70,8 @@ def test_xpos_labels_and_long_sentences_split_without_loss():
     assert [len(p.words) for p in pieces] == [32, 32, 6]
     assert [p.sent_id for p in pieces] == ["x/1", "x/2", "x/3"]
     vocabulary = TaggerVocabulary.build([long] + SENTENCES[:50])
-    ds = make_tagging_dataset([long], vocabulary, batch_tokens=64, max_length=32, xpos=True)
+    ds = make_tagging_dataset([long], TaggerPreprocessor(vocabulary), batch_tokens=64,
+                              max_length=32, xpos=True)  # fmt: skip
     lengths, nouns, nn = [], UPOS_TAGS.index("NOUN"), vocabulary.xpos_tags.index("NN")
     for features, labels in ds:
         real = features["words"].numpy() != 0
@@ -78,14 +83,15 @@ def test_xpos_labels_and_long_sentences_split_without_loss():
 
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="empty"):
-        make_tagging_dataset([], VOCABULARY)
+        make_tagging_dataset([], PREPROCESSOR)
     with pytest.raises(ValueError, match="word_dropout"):
-        make_tagging_dataset(SENTENCES, VOCABULARY, word_dropout=1.0)
+        make_tagging_dataset(SENTENCES, PREPROCESSOR, word_dropout=1.0)
     with pytest.raises(ValueError, match="XPOS"):
-        make_tagging_dataset(SENTENCES, TaggerVocabulary.build([["a", "b"]]), xpos=True)
+        make_tagging_dataset(SENTENCES, TaggerPreprocessor(TaggerVocabulary.build([["a", "b"]])),
+                             xpos=True)  # fmt: skip
     odd = Sentence(words=("a",), upos=("NOPE",), xpos=("NN",), sent_id="odd-1")
     with pytest.raises(ValueError, match="odd-1.*NOPE"):
-        make_tagging_dataset([odd], VOCABULARY)
+        make_tagging_dataset([odd], PREPROCESSOR)
 
 
 def test_an_xpos_tag_that_training_never_saw_is_an_error_label_in_validation_only():
@@ -93,14 +99,14 @@ def test_an_xpos_tag_that_training_never_saw_is_an_error_label_in_validation_onl
     unseen = Sentence(("a", "b"), ("DET", "NOUN"), ("DT", "NEW"), sent_id="v1")
     vocabulary = TaggerVocabulary.build([seen], min_count=1)
     with pytest.raises(ValueError, match="'v1'.*xpos tag 'NEW' is not in the vocabulary"):
-        make_tagging_dataset([unseen], vocabulary, xpos=True, shuffle=False)
-    ds = make_tagging_dataset([unseen], vocabulary, xpos=True, shuffle=False,
+        make_tagging_dataset([unseen], TaggerPreprocessor(vocabulary), xpos=True, shuffle=False)
+    ds = make_tagging_dataset([unseen], TaggerPreprocessor(vocabulary), xpos=True, shuffle=False,
                               unseen_tags="error")  # fmt: skip
     (_, labels), = list(ds)
     # -1: no prediction (an index 0..K-1) equals it, so the accuracy counts it as wrong.
     assert labels["xpos"].numpy().tolist() == [[vocabulary.xpos_tags.index("DT"), -1]]
     with pytest.raises(ValueError, match="unseen_tags must be"):
-        make_tagging_dataset([seen], vocabulary, unseen_tags="skip")
+        make_tagging_dataset([seen], TaggerPreprocessor(vocabulary), unseen_tags="skip")
 
 
 def test_feats_and_lemma_labels_and_their_unseen_classes():
@@ -113,7 +119,7 @@ def test_feats_and_lemma_labels_and_their_unseen_classes():
     vocabulary = TaggerVocabulary.build([train], min_count=1, feats=True, lemmas=True)
     heads = ("upos", "xpos", "feats", "lemma")
     counts = {}
-    ds = make_tagging_dataset([dev], vocabulary, heads=heads, shuffle=False,
+    ds = make_tagging_dataset([dev], TaggerPreprocessor(vocabulary), heads=heads, shuffle=False,
                               unseen_tags="error", unseen_counts=counts)  # fmt: skip
     (_, labels), = list(ds)
     assert set(labels) == set(heads)
@@ -123,4 +129,4 @@ def test_feats_and_lemma_labels_and_their_unseen_classes():
     assert labels["lemma"].numpy().tolist() == [[script, -1]]
     assert counts == {"upos": 0, "xpos": 0, "feats": 1, "lemma": 1}
     with pytest.raises(ValueError, match="'d1'.*feats tag 'Mood=Ind|Tense=Past'"):
-        make_tagging_dataset([dev], vocabulary, heads=heads, shuffle=False)
+        make_tagging_dataset([dev], TaggerPreprocessor(vocabulary), heads=heads, shuffle=False)

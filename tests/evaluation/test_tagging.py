@@ -8,8 +8,8 @@ import pytest
 
 import zoo  # noqa: F401  (registers the layers)
 from tests.harness import REPO_ROOT
-from zoo.data import TaggerVocabulary, load_ud_english_ewt
-from zoo.tasks.tagging.search import tag_sentences
+from tests.models.tagger_reference import encode
+from zoo.data import load_ud_english_ewt
 from zoo.evaluation import tagging_accuracy
 from zoo.tasks.tagging.evaluation import evaluate_tagger
 
@@ -31,17 +31,17 @@ def test_accuracy_overall_and_on_oov_words_by_hand():
 
 
 def test_evaluate_tagger_scores_the_tags_and_writes_them(tmp_path, capsys):
-    model = keras.models.load_model(os.path.join(SHIPPED, "model.keras"))
-    vocabulary = TaggerVocabulary.load(os.path.join(SHIPPED, "vocabulary.json"))
+    tagger = keras.models.load_model(os.path.join(SHIPPED, "model.keras"))
+    vocabulary = tagger.preprocessor.vocabulary
     sentences = load_ud_english_ewt("dev")[:40]
     capsys.readouterr()
-    report = evaluate_tagger(
-        model, vocabulary, "dev", str(tmp_path), sentences=sentences, verbose=True
-    )
+    report = evaluate_tagger(tagger, "dev", str(tmp_path), sentences=sentences, verbose=True)
     out, err = capsys.readouterr()
-    assert out == "" and "40/40" in err and "windows" in err  # the bar, on stderr only
-    predicted = tag_sentences(model, vocabulary, [list(s.words) for s in sentences])
-    oov = [[vocabulary.word_id(w) == 1 for w in s.words] for s in sentences]
+    assert out == "" and "40/40" in err and "sentences" in err  # the bar, on stderr only
+    predicted = [[token["upos"] for token in sentence]
+                 for sentence in tagger.tag([list(s.words) for s in sentences])]  # fmt: skip
+    oov = [list(ids[: len(s.words)] == 1)
+           for s, ids in zip(sentences, encode(vocabulary, sentences)["words"])]  # fmt: skip
     assert report["upos"] == tagging_accuracy([list(s.upos) for s in sentences], predicted, oov)
     assert report["upos"]["oov_tokens"] > 0
     with open(tmp_path / "dev.json") as f:

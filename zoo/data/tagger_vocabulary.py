@@ -9,10 +9,8 @@ import collections
 import json
 import os
 
-import numpy as np
-
 from zoo.data.conllu import UPOS_TAGS
-from zoo.data.lemma_scripts import apply_lemma_script, lemma_script
+from zoo.data.lemma_scripts import lemma_script
 
 __all__ = [
     "BOW_ID",
@@ -79,11 +77,6 @@ class TaggerVocabulary:
         >>> vocabulary = TaggerVocabulary.build(sentences, min_count=2)
         >>> vocabulary.words, vocabulary.word_vocab_size
         (('the',), 3)
-        >>> encoded = vocabulary.encode([["The", "cow"]])
-        >>> encoded["words"].tolist()
-        [[2, 1]]
-        >>> encoded["chars"].shape
-        (1, 2, 20)
     """
 
     def __init__(self, words, chars, xpos_tags=(), lowercase=True, max_word_length=20,
@@ -105,7 +98,6 @@ class TaggerVocabulary:
         if any(len(c) != 1 for c in self.chars):
             raise ValueError("TaggerVocabulary: every entry of chars must be one character.")
         self._word_ids = {w: i + FIRST_WORD_ID for i, w in enumerate(self.words)}
-        self._char_ids = {c: i + FIRST_CHAR_ID for i, c in enumerate(self.chars)}
         self._rare = None  # the set of rare_words, made on first use
         self._class_ids = {
             head: {name: i for i, name in enumerate(self.classes(head))} for head in HEAD_FIELDS
@@ -173,15 +165,6 @@ class TaggerVocabulary:
         """The id of class ``name`` of ``head``, or None when the vocabulary lacks it."""
         return self._class_ids[head].get(name)
 
-    @staticmethod
-    def column_values(head, forms, names):
-        """The CoNLL-U values of predicted classes: the names themselves, or for ``"lemma"``
-        each script applied to its form (the form itself where the script does not apply)."""
-        if head != "lemma":
-            return list(names)
-        lemmas = (apply_lemma_script(form, script) for form, script in zip(forms, names))
-        return [form if lemma is None else lemma for form, lemma in zip(forms, lemmas)]
-
     # ------------------------------------------------------------ sizes
     @property
     def word_vocab_size(self):
@@ -205,10 +188,6 @@ class TaggerVocabulary:
         }
 
     # ------------------------------------------------------------ lookups
-    def word_id(self, word):
-        """The id of ``word``: its vocabulary id, or ``OOV_ID``."""
-        return self._word_ids.get(word.lower() if self.lowercase else word, OOV_ID)
-
     def seen_in_training(self, word):
         """Whether ``word`` (lowercased, with ``lowercase``) was in the training sentences;
         None when the vocabulary does not know (saved before it kept its rare words)."""
@@ -218,62 +197,6 @@ class TaggerVocabulary:
         if self._rare is None:
             self._rare = frozenset(self.rare_words)
         return key in self._word_ids or key in self._rare
-
-    def char_ids(self, word):
-        """``[BOW] + character ids + [EOW]`` of ``word``, unpadded, at most ``max_word_length``."""
-        ids = [self._char_ids.get(c, OOV_ID) for c in word]
-        room = self.max_word_length - 2
-        if len(ids) > room:
-            head = (room + 1) // 2
-            ids = ids[:head] + ids[len(ids) - (room - head) :]
-        return [BOW_ID] + ids + [EOW_ID]
-
-    def encode(self, sentences, length=None):
-        """Padded model inputs (and labels) of ``sentences``.
-
-        Args:
-            sentences: :class:`~zoo.data.Sentence` objects or lists of word strings.
-            length: pad to this many words; default the longest sentence. A longer sentence
-                is a ``ValueError`` (nothing is truncated silently).
-
-        Returns:
-            A dict of int32 arrays: ``"words"`` ``(N, T)`` and ``"chars"`` ``(N, T, C)`` (the
-            model inputs), and, when every sentence is a ``Sentence``, ``"upos"`` ``(N, T)``
-            (indices in :data:`~zoo.data.UPOS_TAGS`) and, when the vocabulary has XPOS tags,
-            ``"xpos"`` ``(N, T)``. Labels are 0 at padding (the model's mask hides them).
-        """
-        sentences = list(sentences)
-        forms = [s.words if _is_tagged(s) else list(s) for s in sentences]
-        longest = max((len(f) for f in forms), default=0)
-        length = longest if length is None else length
-        if longest > length:
-            raise ValueError(f"A sentence has {longest} words, more than length={length}.")
-        words = np.zeros((len(forms), length), "int32")
-        chars = np.zeros((len(forms), length, self.max_word_length), "int32")
-        for b, sentence in enumerate(forms):
-            for t, form in enumerate(sentence):
-                words[b, t] = self.word_id(form)
-                ids = self.char_ids(form)
-                chars[b, t, : len(ids)] = ids
-        encoded = {"words": words, "chars": chars}
-        if sentences and all(_is_tagged(s) for s in sentences):
-            encoded["upos"] = self._labels(sentences, "upos", self._class_ids["upos"], length)
-            if self.xpos_tags:
-                encoded["xpos"] = self._labels(sentences, "xpos", self._class_ids["xpos"], length)
-        return encoded
-
-    @staticmethod
-    def _labels(sentences, field, ids, length):
-        labels = np.zeros((len(sentences), length), "int32")
-        for b, sentence in enumerate(sentences):
-            for t, tag in enumerate(getattr(sentence, field)):
-                if tag not in ids:
-                    raise ValueError(
-                        f"Sentence {getattr(sentence, 'sent_id', None)!r}: {field} tag {tag!r} "
-                        "is not in the vocabulary."
-                    )
-                labels[b, t] = ids[tag]
-        return labels
 
     # ------------------------------------------------------------ saving
     def get_config(self):

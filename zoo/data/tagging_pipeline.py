@@ -23,7 +23,7 @@ def split_long_sentences(sentences, max_length):
 
     Training sees every word once: nothing is dropped, a long sentence only loses the context
     across its cuts. (Tagging long sentences uses overlapping windows instead; see
-    ``zoo.tasks.tagging.search.tag_sentences``.)
+    ``zoo.models.tagger.preprocessor.window_plan``.)
 
     Args:
         sentences: :class:`~zoo.data.Sentence` objects.
@@ -57,25 +57,20 @@ def split_long_sentences(sentences, max_length):
 UNSEEN_TAG = -1  # the label of a tag that training never saw: no prediction equals it
 
 
-def _encode_flat(sentences, vocabulary, heads, unseen_tags="raise"):
+def _encode_flat(sentences, preprocessor, heads, unseen_tags="raise"):
     """Every word of every sentence, encoded: flat arrays, the label ids of each head, the
     sentence lengths and the count of unseen labels per head. A UPOS tag outside UD's 17
     raises; another head's class outside the vocabulary raises too, or with
     ``unseen_tags="error"`` gets :data:`UNSEEN_TAG`."""
+    vocabulary = preprocessor.vocabulary
     lengths = np.array([len(s.words) for s in sentences], "int64")
     total = int(lengths.sum())
-    words = np.zeros(total, "int32")
-    chars = np.zeros((total, vocabulary.max_word_length), "int32")
+    forms = tf.constant([form for sentence in sentences for form in sentence.words], tf.string)
+    words, chars = (ids.numpy() for ids in preprocessor.encode(forms))  # (N,), (N, C)
     labels = {head: np.zeros(total, "int32") for head in heads}
     unseen = dict.fromkeys(heads, 0)
-    i = 0
+    start = 0
     for sentence in sentences:
-        start = i
-        for form in sentence.words:
-            words[i] = vocabulary.word_id(form)
-            ids = vocabulary.char_ids(form)
-            chars[i, : len(ids)] = ids
-            i += 1
         for head in heads:
             for t, name in enumerate(vocabulary.gold_classes(head, sentence)):
                 label = vocabulary.class_id(head, name)
@@ -88,12 +83,13 @@ def _encode_flat(sentences, vocabulary, heads, unseen_tags="raise"):
                         )
                     label, unseen[head] = UNSEEN_TAG, unseen[head] + 1
                 labels[head][start + t] = label
+        start += len(sentence.words)
     return words, chars, labels, lengths, unseen
 
 
 def make_tagging_dataset(
     sentences,
-    vocabulary,
+    preprocessor,
     batch_tokens=1024,
     max_length=256,
     bucket_width=8,
@@ -118,7 +114,9 @@ def make_tagging_dataset(
 
     Args:
         sentences: :class:`~zoo.data.Sentence` objects (from ``load_ud_english_ewt``).
-        vocabulary: a ``zoo.data.TaggerVocabulary``; with XPOS tags, the labels include XPOS.
+        preprocessor: the tagger's ``zoo.models.TaggerPreprocessor``: its ``encode`` makes the
+            word and character ids, its ``vocabulary`` (a ``zoo.data.TaggerVocabulary``) the
+            labels.
         batch_tokens: the word budget of a batch.
         max_length: the longest sentence, in words; longer ones are split.
         bucket_width: the length step between buckets.
@@ -156,12 +154,14 @@ def make_tagging_dataset(
 
     Example:
         >>> from zoo.data import TaggerVocabulary, load_ud_english_ewt
+        >>> from zoo.models import TaggerPreprocessor
         >>> sentences = load_ud_english_ewt("dev")[:100]
-        >>> vocabulary = TaggerVocabulary.build(sentences)
-        >>> features, labels = next(iter(make_tagging_dataset(sentences, vocabulary)))
+        >>> preprocessor = TaggerPreprocessor(TaggerVocabulary.build(sentences))
+        >>> features, labels = next(iter(make_tagging_dataset(sentences, preprocessor)))
         >>> sorted(features), features["words"].shape == labels.shape
         (['chars', 'words'], True)
     """
+    vocabulary = preprocessor.vocabulary
     heads = tuple(heads or (("upos", "xpos") if xpos else ("upos",)))
     if heads[0] != "upos":
         raise ValueError(f"heads must start with 'upos', got {heads}.")
@@ -178,7 +178,7 @@ def make_tagging_dataset(
         raise ValueError("sentences is empty; the dataset needs at least one tagged sentence.")
     if unseen_tags not in ("raise", "error"):
         raise ValueError(f"unseen_tags must be 'raise' or 'error', got {unseen_tags!r}.")
-    words, chars, label_ids, lengths, unseen = _encode_flat(sentences, vocabulary, heads,
+    words, chars, label_ids, lengths, unseen = _encode_flat(sentences, preprocessor, heads,
                                                             unseen_tags)
     if unseen_counts is not None:
         unseen_counts.update(unseen)

@@ -6,7 +6,7 @@ from zoo.models.optional import HAS_TENSORFLOW
 from zoo.models.translator import TranslatorBackbone, TranslatorConfig, build_translator
 from zoo.models.translator import get_config as translator_config
 from zoo.models.tagger import PRESETS as TAGGER_PRESETS
-from zoo.models.tagger import TaggerConfig, TaggerHead, build_tagger, tagger_heads
+from zoo.models.tagger import TaggerBackbone, TaggerConfig, TaggerHead, build_tagger, tagger_heads
 from zoo.models.tagger import get_config as tagger_config
 from zoo.models.nat import PRESETS as NAT_PRESETS
 from zoo.models.nat import NATBackbone, NATConfig, build_nat_translator
@@ -19,6 +19,7 @@ __all__ = [
     "build_translator",
     "translator_config",
     "TAGGER_PRESETS",
+    "TaggerBackbone",
     "TaggerConfig",
     "TaggerHead",
     "build_tagger",
@@ -33,6 +34,8 @@ __all__ = [
 
 if HAS_TENSORFLOW:  # the task models and their preprocessors tokenize with tf-text
     from zoo.models.nat import NATTranslator
+    from zoo.models.tagger import Tagger, TaggerPreprocessor
     from zoo.models.translator import Translator, TranslatorPreprocessor
 
-    __all__ += ["NATTranslator", "Translator", "TranslatorPreprocessor"]
+    __all__ += ["NATTranslator", "Tagger", "TaggerPreprocessor", "Translator",
+                "TranslatorPreprocessor"]

@@ -16,6 +16,7 @@ from zoo.decoding.text import translate_sentences
 from zoo.export.folder import float32_model
 from zoo.export.text_serving import export_text_serving
 from zoo.models.translator.backbone import TranslatorBackbone
+from zoo.models.task_model import TaskModel
 from zoo.models.translator.config import get_config
 from zoo.models.translator.inference import attention_weights
 from zoo.models.translator.preprocessor import TranslatorPreprocessor
@@ -27,7 +28,7 @@ __all__ = ["Translator"]
 
 
 @keras.saving.register_keras_serializable(package="zoo")
-class Translator(Seq2SeqLM):
+class Translator(TaskModel, Seq2SeqLM):
     """An autoregressive translator: strings in, strings out.
 
     Args:
@@ -52,14 +53,6 @@ class Translator(Seq2SeqLM):
     search = staticmethod(translator_search)  # (backbone, method, max_length, ...) -> ids search
     serving_class = TranslatorServing  # the signatures of export_serving
     preset_config = staticmethod(get_config)  # an architecture preset's config
-
-    def __init__(self, backbone, preprocessor=None, **kwargs):
-        self.backbone = backbone
-        self.preprocessor = preprocessor
-        inputs = backbone.input
-        outputs = backbone(inputs)
-        kwargs.setdefault("name", backbone.name)  # the task's name, as zoo.tasks reads it
-        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
     def compile(self, optimizer="auto", loss="auto", *, weighted_metrics="auto",
                 sampler=None, **kwargs):  # fmt: skip
@@ -87,17 +80,9 @@ class Translator(Seq2SeqLM):
                             weighted_metrics=weighted_metrics, **kwargs)  # fmt: skip
         self.sampler = sampler
 
-    def get_config(self):
-        # Loaded as it was saved: compiled (by compile_from_config) only if it was compiled,
-        # so that Keras finds no optimizer to look for in a file without one.
-        return {**super().get_config(), "compile": False}
-
     def get_compile_config(self):
         # Only the search: a loaded translator is compiled afresh with the defaults.
         return {"sampler": self.sampler} if self.compiled else None
-
-    def compile_from_config(self, config):
-        self.compile(sampler=config.get("sampler"))
 
     def generate(self, inputs, method=None, beam_size=4, max_length=None, batch_size=64,
                  verbose=False, **search_options):  # fmt: skip
@@ -198,42 +183,13 @@ class Translator(Seq2SeqLM):
         return options
 
     @classmethod
-    def from_preset(cls, preset, load_weights=True, **kwargs):
-        """A trained model: a shipped one's name (:attr:`shipped`), a ``.keras`` file, or a
-        folder that holds ``model.keras`` (a workdir, an export)."""
-        path = os.fspath(preset)
-        if path in cls.shipped:
-            path = os.path.join(cls.presets_dir, f"{path}.keras")
-        elif os.path.isdir(path):
-            path = os.path.join(path, "model.keras")
-        elif not path.endswith(".keras"):
-            raise ValueError(f"{preset!r} is neither a shipped model ({', '.join(cls.shipped)}),"
-                             " a .keras file nor a folder with model.keras")  # fmt: skip
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{preset}: no model at {path}")
-        model = keras.models.load_model(path, **kwargs)
-        if not isinstance(model, cls):
-            raise ValueError(
-                f"{path} holds a {type(model).__name__}, not a {cls.__name__} (a model of zoo "
-                "0.1.0? `zoo export` of its workdir writes it anew)"
-            )
-        if not model.compiled:
-            model.compile()  # ready to fine-tune, as keras-hub's from_preset gives
-        return model
-
-    @classmethod
     def from_backbone(cls, backbone, vocabulary, copy=True, **kwargs):
         """A translator of a trained backbone and its vocabulary (a
         :class:`~zoo.data.SentencePieceTokenizer` or a ``.model`` path), uncompiled, so that
         its file holds no optimizer; loading compiles it afresh. With ``copy``, over a copy of
         the backbone: a training run's backbone carries its optimizer, whose config a loader
         would need."""
-        if not isinstance(backbone, cls.backbone_cls):
-            raise ValueError(f"A {cls.__name__} needs a {cls.backbone_cls.__name__}, not the "
-                             f"{type(backbone).__name__} {backbone.name!r}")  # fmt: skip
-        if copy:
-            backbone, trained = cls.backbone_cls.from_config(backbone.get_config()), backbone
-            backbone.set_weights(trained.get_weights())
+        backbone = cls.trained_backbone(backbone, copy)
         preprocessor = TranslatorPreprocessor(vocabulary, cls.source_positions(backbone))
         return cls(backbone, preprocessor, **{"compile": False, **kwargs})
 

@@ -7,19 +7,15 @@ import tempfile
 
 from zoo.data import load_ud_english_ewt
 from zoo.data.conllu import iter_conllu
-from zoo.data.tagger_vocabulary import HEAD_COLUMNS, HEAD_FIELDS, OOV_ID
+from zoo.data.tagger_vocabulary import HEAD_COLUMNS, HEAD_FIELDS
 from zoo.evaluation.conll18 import conll18_scores
 from zoo.evaluation.tagging import tagging_accuracy
-from zoo.models.tagger import tagger_heads
-from zoo.tasks.tagging.search import tag_columns
 
 __all__ = ["CONLL18_FIGURES", "evaluate_tagger", "evaluate_tagger_file"]
 
 
 
-def evaluate_tagger(
-    model, vocabulary, split, output_dir=None, sentences=None, heads=None, verbose=False
-):
+def evaluate_tagger(tagger, split, output_dir=None, sentences=None, heads=None, verbose=False):
     """Tag a UD English-EWT split and score every head, overall and on OOV words.
 
     A word is out of vocabulary when the model has no embedding for it (its word id is the
@@ -27,8 +23,7 @@ def evaluate_tagger(
     tagged from its characters and its context alone.
 
     Args:
-        model: a tagger from ``zoo.models.build_tagger``.
-        vocabulary: its ``zoo.data.TaggerVocabulary``.
+        tagger: a :class:`zoo.models.Tagger`.
         split: ``"train"``, ``"dev"`` or ``"test"`` (the name in the report).
         output_dir: where to write ``{split}.json`` (the scores) and ``{split}.tags.tsv``
             (word, gold and predicted tags, a blank line between sentences); None writes
@@ -43,11 +38,11 @@ def evaluate_tagger(
     """
     sentences = load_ud_english_ewt(split) if sentences is None else sentences
     if heads is None:
-        heads = tuple(tagger_heads(model))
+        heads = tuple(tagger.heads)
     words = [list(s.words) for s in sentences]
-    oov = [[vocabulary.word_id(w) == OOV_ID for w in sentence] for sentence in words]
+    oov = tagger.out_of_vocabulary(words)
     report = {"split": split}
-    predictions = tag_columns(model, vocabulary, words, verbose=verbose)
+    predictions = tagger.tag_columns(words, verbose=verbose)
     for head in heads:
         gold = [list(getattr(s, HEAD_FIELDS[head])) for s in sentences]
         report[head] = tagging_accuracy(gold, predictions[head], oov)
@@ -75,7 +70,7 @@ CONLL18_FIGURES = {"UPOS": ("upos",), "XPOS": ("xpos",), "UFeats": ("feats",),
                    "AllTags": ("upos", "xpos", "feats"), "Lemmas": ("lemma",)}  # fmt: skip
 
 
-def evaluate_tagger_file(model, vocabulary, path, output_dir=None, verbose=False):
+def evaluate_tagger_file(tagger, path, output_dir=None, verbose=False):
     """Tag the words of a CoNLL-U file (gold tokenization) and score them as the CoNLL 2018
     shared task does (:func:`zoo.evaluation.conll18_scores`), plus UPOS on the words without an
     embedding (OOV) and on the words that training never had (unseen).
@@ -86,8 +81,7 @@ def evaluate_tagger_file(model, vocabulary, path, output_dir=None, verbose=False
     ``.predicted.conllu``; the scores go to ``.json`` beside it.
 
     Args:
-        model: a tagger from ``zoo.models.build_tagger``.
-        vocabulary: its ``zoo.data.TaggerVocabulary``.
+        tagger: a :class:`zoo.models.Tagger`.
         path: the gold CoNLL-U file, plain or gzipped.
         output_dir: where to write the predicted file and the scores (None: a temporary
             folder, removed after).
@@ -101,7 +95,7 @@ def evaluate_tagger_file(model, vocabulary, path, output_dir=None, verbose=False
     """
     gold = list(iter_conllu(path))
     words = [list(sentence.words) for sentence in gold]
-    predictions = tag_columns(model, vocabulary, words, verbose=verbose)
+    predictions = tagger.tag_columns(words, verbose=verbose)
     stem = os.path.basename(os.fspath(path)).removesuffix(".gz").removesuffix(".conllu")
     with tempfile.TemporaryDirectory() as scratch:
         folder = output_dir or scratch
@@ -115,7 +109,7 @@ def evaluate_tagger_file(model, vocabulary, path, output_dir=None, verbose=False
                     columns[HEAD_COLUMNS[head]] = values[i]
                 f.write(sentence.filled(**columns).text())
         scores = conll18_scores(path, predicted)
-        oov = [[vocabulary.word_id(w) == OOV_ID for w in sentence] for sentence in words]
+        oov = tagger.out_of_vocabulary(words)
         upos = [list(sentence.column("UPOS")) for sentence in gold]
         report = {
             "file": os.fspath(path),
@@ -123,7 +117,8 @@ def evaluate_tagger_file(model, vocabulary, path, output_dir=None, verbose=False
             "figures": {name: scores[name] for name, needs in CONLL18_FIGURES.items()
                         if set(needs) <= set(predictions)},  # fmt: skip
             "oov": tagging_accuracy(upos, predictions["upos"], oov),
-            "unseen": _unseen_accuracy(vocabulary, words, upos, predictions["upos"]),
+            "unseen": _unseen_accuracy(tagger.preprocessor.vocabulary, words, upos,
+                                       predictions["upos"]),
             "predicted": predicted if output_dir else None,
         }
         if output_dir:

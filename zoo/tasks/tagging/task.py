@@ -22,9 +22,9 @@ from zoo.data.tagger_vocabulary import HEAD_COLUMNS, HEAD_FIELDS
 from zoo.data.tagging_pipeline import make_tagging_dataset
 from zoo.layers import CRFAccuracy, CRFLoss
 from zoo.models.tagger import HEAD_SIZES, PRESETS, TaggerConfig, build_tagger
+from zoo.models.tagger.preprocessor import TaggerPreprocessor
+from zoo.models.tagger.tagger import Tagger  # the module: see zoo/tasks/translation
 from zoo.tasks.tagging.evaluation import evaluate_tagger, evaluate_tagger_file
-from zoo.tasks.tagging.search import tag_columns, tag_sentences
-from zoo.tasks.tagging.serving import export_tagger
 from zoo.tasks.tagging.validation import ValidationAllTags
 from zoo.tasks.task import EvaluationFiles, Task
 from zoo.training.losses import MaskedSparseCrossEntropy
@@ -66,9 +66,9 @@ class TaggingTask(Task):
     vocabulary_file = TAGGER_VOCABULARY_FILE
     validation_split = "dev"
     evaluation_splits = ("dev", "test")
-    exporter = staticmethod(export_tagger)
     splits = ("train", "dev", "test")
     predict_verb = "tag"
+    task_model = Tagger  # what model.keras holds: keras-hub's shape
 
     def load_data(self, split):
         return load_ud_english_ewt(split)
@@ -130,7 +130,7 @@ class TaggingTask(Task):
         unseen = {}
         dataset = make_tagging_dataset(
             data,
-            vocabulary,
+            TaggerPreprocessor(vocabulary),
             batch_tokens=config.batch_tokens,
             max_length=config.max_length,
             shuffle=training,
@@ -184,15 +184,16 @@ class TaggingTask(Task):
     def metric_callbacks(self, config, vocabulary, validation_data):
         if len(config.heads) == 1:
             return []
-        return [ValidationAllTags(vocabulary, validation_data)]
+        return [ValidationAllTags(lambda model: self.as_task_model(model, vocabulary),
+                                  validation_data)]  # fmt: skip
 
     def best_metric(self, config):
         return "val_alltags" if len(config.heads) > 1 else "val_accuracy"
 
     def evaluate(self, model, vocabulary, split, output_dir, verbose=False):
         if isinstance(split, EvaluationFiles):  # zoo evaluate --gold F: the CoNLL 2018 figures
-            report = evaluate_tagger_file(model, vocabulary, split.source, output_dir,
-                                          verbose=verbose)  # fmt: skip
+            report = evaluate_tagger_file(self.as_task_model(model, vocabulary), split.source,
+                                          output_dir, verbose=verbose)  # fmt: skip
             figures = "  ".join(f"{name} {value:.2f}" for name, value in report["figures"].items())
             oov, unseen = report["oov"], report["unseen"]
             upos_on = [_share("OOV", oov["oov_accuracy"], oov["oov_tokens"])]
@@ -204,7 +205,8 @@ class TaggingTask(Task):
             return [f"{split.source}: {figures} ({report['words']} words, gold tokenization); "
                     f"UPOS on words {'; on '.join(upos_on)}; predicted file "
                     f"{report['predicted']}"]  # fmt: skip
-        report = evaluate_tagger(model, vocabulary, split, output_dir, verbose=verbose)
+        report = evaluate_tagger(self.as_task_model(model, vocabulary), split, output_dir,
+                                 verbose=verbose)  # fmt: skip
         lines = []
         for head in HEAD_COLUMNS:
             if head in report:
@@ -221,10 +223,9 @@ class TaggingTask(Task):
         the columns of the model's heads filled (UPOS, and XPOS, FEATS, LEMMA): every other
         byte as it was, the columns to predict may be ``_``. Read in windows of :data:`CONLLU_WINDOW` sentences, so that
         memory stays bounded whatever the file's length."""
-        done = 0
+        tagger, done = self.as_task_model(model, vocabulary), 0
         for window in _batched(iter_conllu(source, require_upos=False), CONLLU_WINDOW):
-            words = [list(sentence.words) for sentence in window]
-            tags = tag_columns(model, vocabulary, words)
+            tags = tagger.tag_columns([list(sentence.words) for sentence in window])
             for i, sentence in enumerate(window):
                 columns = {HEAD_COLUMNS[head]: values[i] for head, values in tags.items()}
                 output.write(sentence.filled(**columns).text().encode("utf-8"))
@@ -234,9 +235,6 @@ class TaggingTask(Task):
                 print(f"{done} sentences tagged", file=sys.stderr, flush=True)
 
     def predict(self, model, vocabulary, lines, verbose=False):
-        sentences = [line.split() for line in lines]
-        tags = tag_sentences(model, vocabulary, sentences, verbose=verbose)
-        return [
-            " ".join(f"{word}/{tag}" for word, tag in zip(words, sentence_tags))
-            for words, sentence_tags in zip(sentences, tags)
-        ]
+        tagged = self.as_task_model(model, vocabulary).tag(lines, verbose=verbose)
+        return [" ".join(f"{token['form']}/{token['upos']}" for token in sentence)
+                for sentence in tagged]  # fmt: skip

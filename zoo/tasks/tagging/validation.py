@@ -3,7 +3,6 @@
 import keras
 
 from zoo.evaluation.conll18 import universal_features
-from zoo.tasks.tagging.search import tag_columns
 
 __all__ = ["ALLTAGS_HEADS", "ValidationAllTags", "alltags_accuracy"]
 
@@ -21,7 +20,7 @@ def alltags_accuracy(sentences, predicted):
 
     Args:
         sentences: the gold :class:`zoo.data.Sentence` objects.
-        predicted: ``{head: tags}`` of :func:`zoo.tasks.tagging.search.tag_columns`.
+        predicted: ``{head: tags}`` of :meth:`zoo.models.Tagger.tag_columns`.
     """
     heads = [head for head in ALLTAGS_HEADS if head in predicted]  # Sentence fields too
     right = words = 0
@@ -41,17 +40,18 @@ class ValidationAllTags(keras.callbacks.Callback):
     (:func:`alltags_accuracy`), the figure that keeps a multi-head tagger's best epoch.
 
     Args:
-        vocabulary: the tagger's :class:`zoo.data.TaggerVocabulary`.
+        tagger_of: the model being trained -> its :class:`zoo.models.Tagger` (with the run's
+            vocabulary).
         sentences: the validation :class:`zoo.data.Sentence` objects.
     """
 
-    def __init__(self, vocabulary, sentences):
+    def __init__(self, tagger_of, sentences):
         super().__init__()
-        self.vocabulary = vocabulary
+        self.tagger_of = tagger_of
         self.sentences = list(sentences)
         self.words = [list(sentence.words) for sentence in self.sentences]
 
     def on_epoch_end(self, epoch, logs=None):
-        predicted = tag_columns(self.model, self.vocabulary, self.words)
+        predicted = self.tagger_of(self.model).tag_columns(self.words)
         if logs is not None:
             logs["val_alltags"] = alltags_accuracy(self.sentences, predicted)

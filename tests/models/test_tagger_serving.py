@@ -3,8 +3,9 @@
 The SavedModels are loaded in fresh processes where ``zoo`` cannot be imported: one imports
 ``tensorflow`` and ``tensorflow_text`` as a TF user does and runs every request of ``CASES``;
 the other cannot import Keras nor tf-text either, and proves that the SavedModel needs neither.
-Their tags must equal those of :func:`zoo.tasks.tagging.search.tag_sentences` on the in-memory model, with
-the same window, on ``sentence.split()`` of the UTF-8-repaired sentence.
+Their tags must equal those of ``Tagger.tag_columns`` on the in-memory model, with the same
+window, on ``sentence.split()`` of the UTF-8-repaired sentence. The graph's pieces are checked
+against Python references (tests/models/tagger_reference.py).
 """
 
 import base64
@@ -22,7 +23,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.tasks.tagging.test_search import (
+from tests.models.tagger_reference import encode, tag_sentences, tagging_windows
+from tests.models.test_tagger_task import (
     MAX_LENGTH,
     ewt_vocabulary,
     long_sentence,
@@ -31,12 +33,20 @@ from tests.tasks.tagging.test_search import (
 )
 from zoo.artifacts import serving_path
 from zoo.data import UPOS_TAGS, TaggerVocabulary, load_ud_english_ewt
-from zoo.tasks.tagging.search import tag_sentences
-from zoo.tasks.tagging.search import tagging_windows
-from zoo.tasks.tagging.serving import TaggerServing, export_tagger
-from zoo.tasks.tagging import serving as serving_module
-from zoo.tasks.tagging.serving import PYTHON_WHITESPACE, window_plan
-from zoo.models import build_tagger, tagger_config
+from zoo.models import Tagger, TaggerPreprocessor, build_tagger, tagger_config
+from zoo.models.tagger import preprocessor as preprocessor_module
+from zoo.models.tagger import serving as serving_module
+from zoo.models.tagger.preprocessor import PYTHON_WHITESPACE, window_plan
+from zoo.models.tagger.serving import TaggerServing
+
+
+def export_tagger(model, vocabulary, output_dir, window=None):
+    return Tagger.from_backbone(model, vocabulary, window=window).export_serving(output_dir)
+
+
+def serving_of(model, vocabulary, window=None):
+    tagger = Tagger.from_backbone(model, vocabulary, window=window, copy=False)
+    return TaggerServing(tagger.backbone, tagger.preprocessor)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -246,11 +256,10 @@ def test_the_graph_encodes_words_as_the_vocabulary_does(lowercase, max_word_leng
     chars = sorted({c for w in words + tricky for c in w})[::2]  # half the characters unknown
     vocabulary = TaggerVocabulary(vocab_words, chars, lowercase=lowercase,
                                   max_word_length=max_word_length)  # fmt: skip
-    config = tagger_config("tiny", max_length=MAX_LENGTH, **vocabulary.config_overrides())
-    serving = TaggerServing(build_tagger(config), vocabulary)
+    preprocessor = TaggerPreprocessor(vocabulary)
     everything = words + tricky
-    word_ids, char_ids = serving.encode(tf.constant(everything))
-    expected = vocabulary.encode([everything])
+    word_ids, char_ids = preprocessor.encode(tf.constant(everything))
+    expected = encode(vocabulary, [everything])
     np.testing.assert_array_equal(word_ids.numpy(), expected["words"][0])
     np.testing.assert_array_equal(char_ids.numpy(), expected["chars"][0])
     found = {w for w, i in zip(everything, word_ids.numpy()) if i > 1}  # not OOV
@@ -278,10 +287,8 @@ def test_random_words_encode_in_the_graph_as_in_python(max_word_length, lowercas
     chars = [c for c in _ALPHABET if rng.random() < 0.5]  # the others are unknown characters
     vocabulary = TaggerVocabulary(list(dict.fromkeys(known)), chars, lowercase=lowercase,
                                   max_word_length=max_word_length)  # fmt: skip
-    config = tagger_config("tiny", max_length=MAX_LENGTH, **vocabulary.config_overrides())
-    serving = TaggerServing(build_tagger(config), vocabulary)
-    word_ids, char_ids = serving.encode(tf.constant(words))
-    expected = vocabulary.encode([words])
+    word_ids, char_ids = TaggerPreprocessor(vocabulary).encode(tf.constant(words))
+    expected = encode(vocabulary, [words])
     np.testing.assert_array_equal(word_ids.numpy(), expected["words"][0])
     np.testing.assert_array_equal(char_ids.numpy(), expected["chars"][0])
     assert (expected["words"][0] > 1).sum() >= len(known) // 2  # many words are found
@@ -294,12 +301,10 @@ def test_many_words_beside_one_very_long_word_encode_in_bounded_memory(long_word
     (broadcasting, ragged boolean_mask and reduce_join do), which TensorFlow builds in N x the
     longest row: 16 GB for these requests, and minutes; now a few MB and well under a second."""
     vocabulary = TaggerVocabulary(["a"], list("abc"), max_word_length=6, lowercase=True)
-    config = tagger_config("tiny", max_length=MAX_LENGTH, **vocabulary.config_overrides())
-    serving = TaggerServing(build_tagger(config), vocabulary)
     words = ["a"] * 20_000 + [long_word]
-    word_ids, char_ids = serving.encode(tf.constant(words))
+    word_ids, char_ids = TaggerPreprocessor(vocabulary).encode(tf.constant(words))
     assert word_ids.shape == (20_001,) and char_ids.shape == (20_001, 6)
-    expected = vocabulary.encode([words[-2:]])
+    expected = encode(vocabulary, [words[-2:]])
     np.testing.assert_array_equal(word_ids.numpy()[-2:], expected["words"][0])
     np.testing.assert_array_equal(char_ids.numpy()[-2:], expected["chars"][0])
 
@@ -307,8 +312,8 @@ def test_many_words_beside_one_very_long_word_encode_in_bounded_memory(long_word
 def test_empty_vocabularies_encode_everything_as_unknown():
     vocabulary = TaggerVocabulary([], [], max_word_length=10)
     config = tagger_config("tiny", max_length=MAX_LENGTH, **vocabulary.config_overrides())
-    serving = TaggerServing(build_tagger(config), vocabulary)
-    word_ids, char_ids = serving.encode(tf.constant(["a", "bc"]))
+    serving = serving_of(build_tagger(config), vocabulary)
+    word_ids, char_ids = TaggerPreprocessor(vocabulary).encode(tf.constant(["a", "bc"]))
     assert word_ids.numpy().tolist() == [1, 1]
     assert char_ids.numpy()[:, :4].tolist() == [[2, 1, 3, 0], [2, 1, 1, 3]]
     outputs = serving.tag(tf.constant(["a bc", ""]))
@@ -325,8 +330,7 @@ def test_the_exported_files(exported, vocabulary):
 
 def test_model_keras_reloads_in_a_fresh_process(exported, tagger, xpos_tagger, vocabulary,
                                                 tmp_path):  # fmt: skip
-    inputs = vocabulary.encode([s.split() for s in DEV if len(s.split()) <= MAX_LENGTH][:6])
-    inputs = {"words": inputs["words"], "chars": inputs["chars"]}
+    inputs = encode(vocabulary, [s.split() for s in DEV if len(s.split()) <= MAX_LENGTH][:6])
     np.savez(tmp_path / "inputs.npz", **inputs)
     paths = [os.path.join(exported[key], "model.keras") for key in ("upos", "xpos")]
     result = subprocess.run(
@@ -471,7 +475,7 @@ def test_another_vocabulary_is_refused_before_writing(tagger, vocabulary, tmp_pa
 
 
 def test_a_smaller_window_is_served(tagger, vocabulary):
-    serving = TaggerServing(tagger, vocabulary, window=5)
+    serving = serving_of(tagger, vocabulary, window=5)
     texts = [LONG[0], DEV[0], ""]
     outputs = serving.tag(tf.constant(texts))
     expected = tag_sentences(tagger, vocabulary, [t.split() for t in texts], window=5)
@@ -505,10 +509,24 @@ def test_lemma_scripts_apply_in_the_graph_as_in_python():
     forms = [form for form, _ in LEMMA_PAIRS] + ["", "a", "Ab", "ÉCOLE"]
     words = [form for form in forms for _ in scripts]
     ids = [i for _ in forms for i in range(len(scripts))]
-    table = serving_module._script_table(scripts)
-    served = serving_module._apply_scripts(tf.constant(words), tf.constant(ids, tf.int32), table)
+    table = preprocessor_module._script_table(scripts)
+    served = preprocessor_module._apply_scripts(tf.constant(words), tf.constant(ids, tf.int32),
+                                                table)  # fmt: skip
     expected = []
     for word, i in zip(words, ids):
         lemma = apply_lemma_script(word, scripts[i])
         expected.append(word if lemma is None else lemma)
     assert [s.decode() for s in served.numpy()] == expected
+
+
+def test_one_lowercasing_equals_str_lower_where_letters_depend_on_context():
+    """Training, tag and the SavedModel look words up through one lowercasing, the graph's
+    (tf.strings.lower, NULs kept); it equals str.lower, which built the vocabulary, on the
+    letters that depend on their context or expand: Greek final sigma, Turkish dotted I,
+    German sharp s."""
+    words = ["ΟΔΟΣ", "ΟΔΟΣ.", "ΣΟΦΟΣ", "Σ", "ΑΣ\x00Β", "İstanbul", "İ", "STRAẞE", "Straße", "ẞ"]
+    lowered = preprocessor_module.lowercase(tf.constant(words)).numpy()
+    assert [word.decode() for word in lowered] == [word.lower() for word in words]
+    vocabulary = TaggerVocabulary.build([words, words], min_count=2, max_word_length=10)
+    word_ids, _ = TaggerPreprocessor(vocabulary).encode(tf.constant(words))
+    assert (word_ids.numpy() > 1).all()  # every word found, none OOV

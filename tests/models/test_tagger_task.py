@@ -1,5 +1,5 @@
-"""predict_tags and tag_sentences: single-pass tags for sentences that fit, windows against a
-slow reference.
+"""The Tagger task model's tagging: single-pass tags for sentences that fit, windows against a
+slow reference (one model call per window, crf_decode or the argmax, Python's encoding).
 
 The taggers are tiny, with 16 positions, so that a long sentence is a few windows. One (a CRF
 head, relative positions) is trained a few steps on EWT, so its tags vary with the context; the
@@ -13,14 +13,13 @@ import keras
 import numpy as np
 import pytest
 
-from tests.data.test_tagger_vocabulary import SENTENCES as SMALL_SENTENCES
-from tests.data.test_tagger_vocabulary import VOCABULARY as SMALL_VOCABULARY
+from tests.models.tagger_reference import encode, tag_sentences
 from zoo.data import UPOS_TAGS, TaggerVocabulary, load_ud_english_ewt
-from zoo.tasks.tagging.search import predict_tags, tag_sentences
-from zoo.tasks.tagging import search as tagging_module
-from zoo.tasks.tagging.search import tagging_windows
 from zoo.layers import CRFLoss, crf_decode
-from zoo.models import build_tagger, tagger_config
+from zoo.models import Tagger, build_tagger, tagger_config
+from zoo.models.tagger import backbone as backbone_module
+from zoo.models.tagger import preprocessor as preprocessor_module
+from zoo.models.tagger import tagger as tagger_module
 
 MAX_LENGTH = 16  # the taggers' positions: the default window
 
@@ -43,9 +42,11 @@ def trained_tagger(steps=40):
     model = random_tagger(vocabulary, 0)
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=CRFLoss())
     train = [s for s in load_ud_english_ewt("train")[:TRAIN] if len(s.words) <= MAX_LENGTH]
-    encoded = vocabulary.encode(train[: 16 * steps], length=MAX_LENGTH)
-    inputs = {"words": encoded["words"], "chars": encoded["chars"]}
-    model.fit(inputs, encoded["upos"], batch_size=16, epochs=1, shuffle=False, verbose=0)
+    inputs = encode(vocabulary, [s.words for s in train[: 16 * steps]], length=MAX_LENGTH)
+    labels = np.zeros(inputs["words"].shape, "int32")
+    for b, sentence in enumerate(train[: 16 * steps]):
+        labels[b, : len(sentence.upos)] = [UPOS_TAGS.index(tag) for tag in sentence.upos]
+    model.fit(inputs, labels, batch_size=16, epochs=1, shuffle=False, verbose=0)
     return model
 
 
@@ -97,9 +98,14 @@ def dev():
 
 # ---------------------------------------------------------------- the slow references
 def single_pass(model, vocabulary, words, head="upos"):
-    """The tags of one model call on ``words`` alone (no batch, no padding)."""
-    ids = predict_tags(model, vocabulary.encode([words]))
-    ids = ids[head] if isinstance(ids, dict) else ids
+    """The tags of one model call on ``words`` alone (no batch, no padding): Viterbi
+    (crf_decode) for a CRF head, the argmax otherwise."""
+    outputs = model(encode(vocabulary, [words]), training=False)
+    scores = outputs[head] if isinstance(outputs, dict) else outputs
+    if model.heads[head].use_crf:
+        ids = np.asarray(crf_decode(scores, np.ones((1, len(words)), bool))[0])
+    else:
+        ids = np.asarray(scores).argmax(-1)
     names = UPOS_TAGS if head == "upos" else vocabulary.xpos_tags
     return [names[i] for i in ids[0]]
 
@@ -124,76 +130,6 @@ def windowed_reference(model, vocabulary, words, window):
         best = min(holders, key=lambda s: (abs(2 * (i - s) - (window - 1)), s))
         result.append(tags[best][i - best])
     return result
-
-
-# ---------------------------------------------------------------- predict_tags
-def _small_tagger(**overrides):
-    """A tiny tagger of the four sentences of tests/data/test_tagger_vocabulary.py."""
-    return build_tagger(
-        tagger_config("tiny", **{**SMALL_VOCABULARY.config_overrides(), **overrides})
-    )
-
-
-def _small_inputs():
-    encoded = SMALL_VOCABULARY.encode(SMALL_SENTENCES)
-    return {"words": encoded["words"], "chars": encoded["chars"]}
-
-
-def test_predict_tags_decodes_each_head():
-    inputs = _small_inputs()
-    mask = inputs["words"] != 0
-    crf_model = _small_tagger()
-    want = np.asarray(crf_decode(crf_model(inputs), mask)[0])
-    np.testing.assert_array_equal(predict_tags(crf_model, inputs, batch_size=3), want)
-    softmax_model = _small_tagger(use_crf=False)
-    want = np.where(mask, np.asarray(softmax_model(inputs)).argmax(-1), 0)
-    np.testing.assert_array_equal(predict_tags(softmax_model, inputs, batch_size=3), want)
-
-
-def test_predict_tags_decodes_the_xpos_head():
-    num_xpos = SMALL_VOCABULARY.num_xpos_tags
-    model = _small_tagger(num_xpos_tags=num_xpos)
-    inputs = _small_inputs()
-    predicted = predict_tags(model, inputs)
-    assert predicted["xpos"].shape == (4, 5) and predicted["xpos"].max() < num_xpos
-    outputs = model(inputs)
-    for head in ("upos", "xpos"):
-        want = np.asarray(crf_decode(outputs[head], inputs["words"] != 0)[0])
-        np.testing.assert_array_equal(predicted[head], want)
-    empty = {"words": np.zeros((0, 3), "int32"), "chars": np.zeros((0, 3, 10), "int32")}
-    assert {k: v.shape for k, v in predict_tags(model, empty).items()} == {
-        "upos": (0, 3), "xpos": (0, 3)
-    }
-
-
-# ---------------------------------------------------------------- the plan of windows
-@pytest.mark.parametrize("window", range(1, 10))
-def test_tagging_windows_against_the_nearest_centre_rule(window):
-    stride = max(window // 2, 1)
-    for n in range(0, 5 * window + 3):
-        spans = tagging_windows(n, window)
-        if n == 0:
-            assert spans == []
-            continue
-        starts = [start for start, _, _ in spans]
-        expected_starts = list(range(0, n - window, stride)) + [max(n - window, 0)]
-        assert starts == expected_starts, (n, window)
-        owner = []
-        for k, (start, first, end) in enumerate(spans):
-            assert start <= first < end <= start + window, (n, window, spans)
-            owner += [k] * (end - first)
-        assert len(owner) == n and owner == sorted(owner), (n, window, spans)  # a tiling
-        for i in range(n):
-            holders = [k for k, s in enumerate(starts) if s <= i < s + window]
-            best = min(holders, key=lambda k: (abs(2 * (i - starts[k]) - (window - 1)), k))
-            assert owner[i] == best, (n, window, i)
-
-
-def test_tagging_windows_refuses_bad_arguments():
-    with pytest.raises(ValueError, match="window must be a positive int"):
-        tagging_windows(5, 0)
-    with pytest.raises(ValueError, match="length must be an int >= 0"):
-        tagging_windows(-1, 4)
 
 
 # ---------------------------------------------------------------- tagging
@@ -260,14 +196,12 @@ def test_bad_arguments_are_refused(crf_model, vocabulary):
         tag_sentences(crf_model, vocabulary, [["a"]], window=0)
     with pytest.raises(ValueError, match="batch_size must be a positive int"):
         tag_sentences(crf_model, vocabulary, [["a"]], batch_size=0)
-    with pytest.raises(ValueError, match=r"head='xpos': the model has the heads \['upos'\]"):
-        tag_sentences(crf_model, vocabulary, [["a"]], head="xpos")
     other = TaggerVocabulary(["a", "b"], vocabulary.chars, max_word_length=10)
     with pytest.raises(ValueError, match="not its vocabulary"):
         tag_sentences(crf_model, other, [["a"]])
     with pytest.raises(ValueError, match="XPOS head has 3 classes"):
         tag_sentences(random_tagger(vocabulary, 3, num_xpos_tags=3), vocabulary, [["a"]])
-    with pytest.raises(ValueError, match="not a tagger"):
+    with pytest.raises(ValueError, match="needs a TaggerBackbone"):
         tag_sentences(keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)]), vocabulary,
                       [["a"]])  # fmt: skip
 
@@ -276,20 +210,20 @@ def test_the_default_window_survives_the_keras_file(crf_model, vocabulary, tmp_p
     crf_model.save(tmp_path / "tagger.keras")
     reloaded = keras.models.load_model(tmp_path / "tagger.keras")
     words = long_sentence(load_ud_english_ewt("dev")[:12], 2 * MAX_LENGTH + 3)
-    assert tagging_module.tagger_window(reloaded, vocabulary) == MAX_LENGTH
+    assert Tagger.from_backbone(reloaded, vocabulary).preprocessor.window == MAX_LENGTH
     assert tag_sentences(reloaded, vocabulary, [words]) == tag_sentences(
         crf_model, vocabulary, [words]
     )
 
 
-def test_docstring_examples_run():
-    result = doctest.testmod(tagging_module, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0
-    assert result.failed == 0
+@pytest.mark.parametrize("module", [backbone_module, preprocessor_module, tagger_module])
+def test_docstring_examples_run(module):
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and (result.attempted > 0 or module is tagger_module)
 
 
 def test_padding_in_a_batch_never_moves_a_tag(crf_model, vocabulary, dev):
-    # tag_sentences pads each batch to its longest window; padding never moves a tag.
+    # tag_columns pads each batch to its longest sentence; padding never moves a tag.
     sentences = dev[:20]
     alone = [tag_sentences(crf_model, vocabulary, [words])[0] for words in sentences]
     assert tag_sentences(crf_model, vocabulary, sentences, batch_size=64) == alone
@@ -303,8 +237,7 @@ def test_verbose_draws_a_progress_bar_on_stderr(crf_model, vocabulary, dev, caps
     loud = tag_sentences(crf_model, vocabulary, sentences, batch_size=4, verbose=True)
     out, err = capsys.readouterr()
     assert loud == quiet and out == ""
-    windows = sum(len(tagging_windows(len(words), MAX_LENGTH)) for words in sentences)
-    assert f"{windows}/{windows}" in err and "windows" in err
+    assert f"{len(sentences)}/{len(sentences)}" in err and "sentences" in err
 
 
 def test_alltags_counts_a_word_right_when_every_tag_head_is():
@@ -320,3 +253,22 @@ def test_alltags_counts_a_word_right_when_every_tag_head_is():
     assert alltags_accuracy(gold, predicted) == 50.0  # a, b right; c's feats, d's XPOS wrong
     del predicted["feats"]
     assert alltags_accuracy(gold, predicted) == 75.0
+
+
+def test_fit_on_sentences_and_their_tags_lowers_the_loss(vocabulary):
+    """The Tagger's fit on strings: sentences and their UPOS and XPOS tags go through its
+    preprocessor (the encoding of tag and the SavedModel); a lemma column is refused."""
+    import tensorflow as tf
+
+    train = [s for s in load_ud_english_ewt("train")[:TRAIN] if len(s.words) <= MAX_LENGTH
+             and not any(" " in w for w in s.words)][:64]  # fmt: skip
+    backbone = random_tagger(vocabulary, 0, num_xpos_tags=len(vocabulary.xpos_tags))
+    tagger = Tagger.from_backbone(backbone, vocabulary, compile=True)
+    sentences = [" ".join(s.words) for s in train]
+    tags = {head: tf.ragged.constant([list(getattr(s, head)) for s in train])
+            for head in ("upos", "xpos")}  # fmt: skip
+    data = tf.data.Dataset.from_tensor_slices((sentences, tags)).batch(16)
+    history = tagger.fit(data, epochs=4, verbose=0).history
+    assert history["loss"][-1] < 0.8 * history["loss"][0], history["loss"]
+    with pytest.raises(ValueError, match="lemma head's edit scripts"):
+        tagger.preprocessor(tf.constant(sentences[:2]), {"lemma": tags["upos"][:2]})
