@@ -95,10 +95,13 @@ def test_head_classes_rare_words_and_the_json_round_trip(tmp_path):
     vocabulary = TaggerVocabulary.build(tagged, min_count=2, feats=True, lemmas=True)
     assert vocabulary.classes("feats") == ("Number=Plur", "_")
     assert vocabulary.classes("upos") == UPOS_TAGS and len(vocabulary.classes("lemma")) == 2
-    # A script applied to its form; one that would cut the whole form leaves the form itself.
-    assert vocabulary.column_values("lemma", ["Dogs", "s"], ["l:0:1:0:", "l:0:1:0:"]) == [
-        "dog", "s"]
-    assert vocabulary.column_values("feats", ["Dogs"], ["Number=Plur"]) == ["Number=Plur"]
+    # The preprocessor's decoding: a script applied to its form (one that would cut the whole
+    # form leaves the form itself); a bundle by its id.
+    preprocessor, script = TaggerPreprocessor(vocabulary), vocabulary.class_id("lemma", "l:0:1:0:")
+    lemmas = preprocessor.decode("lemma", tf.constant([script] * 2), tf.constant(["Dogs", "s"]))
+    assert lemmas.numpy().tolist() == [b"dog", b"s"]
+    feats = preprocessor.decode("feats", tf.constant([0]), tf.constant(["Dogs"]))
+    assert feats.numpy().tolist() == [b"Number=Plur"]
     assert vocabulary.words == () and vocabulary.rare_words == ("cats", "ran")
     assert vocabulary.seen_in_training("CATS") and not vocabulary.seen_in_training("dogs")
     path = tmp_path / "vocabulary.json"
