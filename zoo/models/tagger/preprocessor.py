@@ -242,10 +242,11 @@ class TaggerPreprocessor(Preprocessor):
         return {**keras.layers.Layer.get_config(self), "window": self.window}
 
 
-def tag_graph(backbone, preprocessor, tokens, heads):
+def tag_graph(backbone, preprocessor, tokens):
     """Tag ``tokens`` ``(B, None)`` ragged with ``backbone``, in TensorFlow ops: ``{"tokens":
-    (B, T), "lengths": (B,)}`` and one ``(B, T)`` output per head (:data:`OUTPUT_NAMES`),
-    padded with ``""``. ``heads``: the backbone's ``{head: TaggerHead}``."""
+    (B, T), "lengths": (B,)}`` and one ``(B, T)`` output per head of the backbone
+    (:data:`OUTPUT_NAMES`), padded with ``""``."""
+    heads = backbone.heads
     lengths = tokens.row_lengths()  # (B,) int64
     words = tokens.flat_values  # (N,): every token of the request
 

@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from zoo.export.folder import save_serving
-from zoo.models.tagger.preprocessor import tag_graph
+from zoo.models.tagger.preprocessor import TaggerPreprocessor, tag_graph
 
 __all__ = ["TaggerServing"]
 
@@ -45,16 +45,12 @@ class TaggerServing(tf.Module):
 
     def __init__(self, backbone, preprocessor, name="tagger_serving"):
         super().__init__(name=name)
-        self.window = preprocessor.window
-        self.heads = tuple(backbone.heads)
         self.model_variables = list(backbone.variables)
         self.word_table = preprocessor.word_table
         self.char_table = preprocessor.char_table
         # A plain function, not tracked: the SavedModel holds the variables and the tables,
         # not the Keras objects.
-        self._tag = lambda tokens: tag_graph(backbone, preprocessor, tokens, backbone.heads)
-        self._split = preprocessor.split
-        self._given_tokens = preprocessor.given_tokens
+        self._tag = lambda tokens: tag_graph(backbone, preprocessor, tokens)
 
     @tf.function(input_signature=[_SENTENCES], autograph=False)
     def tag(self, sentences):
@@ -69,7 +65,7 @@ class TaggerServing(tf.Module):
             UPOS tags and the tokens of each sentence, padded with ``""`` after its
             ``lengths[i]`` tokens.
         """
-        return self._tag(self._split(sentences))
+        return self._tag(TaggerPreprocessor.split(sentences))
 
     @tf.function(input_signature=[_TOKENS, _LENGTHS], autograph=False)
     def tag_tokens(self, tokens, lengths):
@@ -84,7 +80,7 @@ class TaggerServing(tf.Module):
         Returns:
             The outputs of ``serving_default``, for these tokens.
         """
-        return self._tag(self._given_tokens(tokens, lengths))
+        return self._tag(TaggerPreprocessor.given_tokens(tokens, lengths))
 
     @property
     def signatures(self):

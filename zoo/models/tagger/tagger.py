@@ -147,12 +147,11 @@ class Tagger(TaskModel, Task):
     def _tag_tokens(self):
         # One graph, traced once: the preprocessor, the backbone in windows and the decoding,
         # as the SavedModel's tag_tokens signature runs them.
-        backbone, preprocessor, heads = self.backbone, self.preprocessor, self.heads
+        backbone, preprocessor = self.backbone, self.preprocessor
 
         @tf.function(input_signature=[_TOKENS, _LENGTHS], autograph=False)
         def run(tokens, lengths):
-            return tag_graph(backbone, preprocessor, preprocessor.given_tokens(tokens, lengths),
-                             heads)  # fmt: skip
+            return tag_graph(backbone, preprocessor, preprocessor.given_tokens(tokens, lengths))
 
         return run
 
