@@ -24,6 +24,7 @@ from nat_vs_at import labelled_folder  # noqa: E402
 
 from zoo.data import load_multi30k, make_translation_dataset  # noqa: E402
 from zoo.models.nat import MASK_ID, nat_decode, nat_encode, nat_modes  # noqa: E402
+from zoo.models.nat.objectives import CMLMObjective  # noqa: E402
 from zoo.tasks import load  # noqa: E402
 
 SHARES = (0.0, 0.25, 0.5, 0.75, 0.9)
@@ -31,10 +32,9 @@ SHARES = (0.0, 0.25, 0.5, 0.75, 0.9)
 
 def batches(vocabulary, pairs):
     """``(source, target)`` int arrays per batch: the target is the CMLM's (with its EOS)."""
-    dataset = make_translation_dataset(
-        pairs, vocabulary, batch_tokens=4096, shuffle=False, objective="cmlm",
-        mask_id=MASK_ID, gold_input=True,
-    )  # fmt: skip
+    objective = CMLMObjective(128, vocabulary.eos_id, gold_input=True)  # nothing masked
+    dataset = make_translation_dataset(pairs, vocabulary, batch_tokens=4096, max_length=128,
+                                       shuffle=False, objective=objective)  # fmt: skip
     return [(features["source"].numpy(), labels["tokens"].numpy()) for features, labels in dataset]
 
 

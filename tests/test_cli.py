@@ -111,7 +111,8 @@ _IMPORTS = textwrap.dedent(
         zoo_cli.main(sys.argv[1:])
     except SystemExit:
         pass
-    heavy = sorted({m.split(".")[0] for m in sys.modules} & {"tensorflow", "keras", "zoo", "jax"})
+    # zoo's table of tasks and its constants only (the standard library), never the package
+    heavy = sorted({m for m in sys.modules} & {"tensorflow", "keras", "zoo", "jax"})
     print("heavy:", heavy)
     """
 )
@@ -287,83 +288,33 @@ def test_the_usual_silencing_variable_leaves_it_quiet_too():
         assert sign not in err.lower(), err
 
 
-def test_the_tables_of_the_command_line_match_the_tasks():
-    from zoo.data import MULTI30K_SPLITS, UD_ENGLISH_EWT_SPLITS
-    from zoo.layers.attention.scaled_dot_product import SCORE_FUNCTIONS
-    from zoo.models.translator.config import LONG_PAIRS
-    from zoo.layers.scheduled_sampling import SCHEDULES
-    from zoo.models.nat import DECODER_INPUTS, DECODERS, LENGTH_MODES
-    from zoo.tasks import TASKS
-    from zoo.training import STRATEGIES
+def test_the_command_line_reads_the_runs_options_from_zoo():
+    from zoo.training.options import BACKUP_EVERY, MIXED_POLICIES, STRATEGIES
 
-    assert set(zoo_cli.TASKS) == set(TASKS)
-    for name, task in TASKS.items():
-        assert set(zoo_cli.TASKS[name]["presets"]) == set(task.presets), name
-    assert set(zoo_cli.TASKS["translator"]["splits"]) == set(MULTI30K_SPLITS)
-    assert set(zoo_cli.TASKS["tagger"]["splits"]) == set(UD_ENGLISH_EWT_SPLITS)
-    assert set(zoo_cli.TASKS["nat"]["splits"]) == set(MULTI30K_SPLITS)
-    nat_train = zoo_cli.TASKS["nat"]["train"]
-    choices = {names[0]: options["choices"] for names, options in nat_train if "choices" in options}
-    assert choices == {
-        "--decoder-input": DECODER_INPUTS,
-        "--length-mode": LENGTH_MODES,
-        "--decoder": DECODERS,
-        "--cross-attention-score": SCORE_FUNCTIONS,
-        "--long-pairs": LONG_PAIRS,
-    }
-    assert zoo_cli.CROSS_ATTENTION_SCORE[1]["choices"] == SCORE_FUNCTIONS
-    assert zoo_cli.SCHEDULED_SAMPLING[1]["choices"] == ("none",) + SCHEDULES
-    translator_flags = {names[0] for names, _ in zoo_cli.TASKS["translator"]["train"]}
-    assert {"--scheduled-sampling", "--scheduled-sampling-k"} <= translator_flags
-    argv = ["train", "translator", "--workdir", "w", "--copy-mechanism"]
-    assert zoo_cli.build_parser().parse_args(argv).copy_mechanism is True
-    assert not hasattr(zoo_cli.build_parser().parse_args(argv[:-1]), "copy_mechanism")
-    assert zoo_cli.STRATEGIES == STRATEGIES
-    from zoo.training.train import MIXED_POLICIES
-
-    assert set(zoo_cli.MIXED_PRECISION) == set(MIXED_POLICIES)
-    from zoo.training.train import BACKUP_EVERY
-
-    assert zoo_cli.BACKUP_EVERY == BACKUP_EVERY
-    from zoo.artifacts import MODEL_FILE
-
-    assert zoo_cli.MODEL_FILE == MODEL_FILE
     parse = zoo_cli.build_parser().parse_args
-    assert parse(argv[:-1]).mixed_precision is None
-    assert parse(argv[:-1] + ["--mixed-precision"]).mixed_precision == "bfloat16"
-    assert parse(argv[:-1] + ["--mixed-precision", "float16"]).mixed_precision == "float16"
+    argv = ["train", "translator", "--workdir", "w"]
+    assert parse(argv).backup_every == BACKUP_EVERY
+    for strategy in STRATEGIES:
+        assert parse(argv + ["--strategy", strategy]).strategy == strategy
+    assert parse(argv).mixed_precision is None
+    assert parse(argv + ["--mixed-precision"]).mixed_precision == "bfloat16"
+    for compute in MIXED_POLICIES:
+        assert parse(argv + ["--mixed-precision", compute]).mixed_precision == compute
+    assert parse(argv + ["--copy-mechanism"]).copy_mechanism is True
+    assert not hasattr(parse(argv), "copy_mechanism")
     # The training levers override config fields of the same name (never task options).
     import dataclasses
 
-    from zoo.models import NATConfig, TranslatorConfig
+    from zoo.models import NATConfig, TaggerConfig, TranslatorConfig
 
-    levers = {names[0][2:].replace("-", "_") for names, _ in zoo_cli.REGULARIZATION}
+    levers = {names[0][2:].replace("-", "_") for names, _ in zoo_cli.table.REGULARIZATION}
     for config_class in (TranslatorConfig, NATConfig):
         assert levers <= {field.name for field in dataclasses.fields(config_class)}
-    from zoo.models import TaggerConfig
-
     for name, config_class in (("translator", TranslatorConfig), ("nat", NATConfig),
                                ("tagger", TaggerConfig)):  # fmt: skip
         parsed = parse(["train", name, "--workdir", "w", "--gradient-accumulation-steps", "4"])
         assert parsed.gradient_accumulation_steps == 4
         assert "gradient_accumulation_steps" in {f.name for f in dataclasses.fields(config_class)}
-
-
-def test_every_evaluate_and_predict_flag_is_an_option_of_its_task():
-    import argparse
-    import inspect
-
-    from zoo import cli
-    from zoo.tasks import TASKS
-
-    for name, row in zoo_cli.TASKS.items():
-        for key, hook in (("evaluate", "evaluate"), ("predict_flags", "predict")):
-            parser = argparse.ArgumentParser()
-            dests = {parser.add_argument(*names, **options).dest for names, options in row[key]}
-            parameters = inspect.signature(getattr(TASKS[name], hook)).parameters
-            # cmd_evaluate's files, and _predict's input file (the task's predict_file reads it)
-            files = set(cli.EVALUATION_OPTIONS if key == "evaluate" else cli.INPUT_FILE_OPTIONS)
-            assert dests - files <= set(parameters), (name, key, dests - set(parameters))
 
 
 def test_export_translator_alpha_reaches_the_export():

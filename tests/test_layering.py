@@ -8,6 +8,7 @@ counting the imports inside functions too (so none can exist to dodge one); and 
 
 import ast
 import pathlib
+import sys
 
 import pytest
 
@@ -120,6 +121,44 @@ def cycles(edges):
         if node not in index:
             visit(node)
     return found
+
+
+def all_imports(path):
+    """The top-level names of the modules that the file at ``path`` imports when it loads (its
+    module-level absolute imports)."""
+    found = set()
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_nothing_in_zoo_imports_the_root_script():
+    # zoo_cli.py reads zoo (its table of tasks); zoo never reads it back.
+    wrong = sorted(name for name, path in modules().items() if "zoo_cli" in all_imports(path))
+    assert not wrong, wrong
+
+
+# What the `zoo` command reads before TensorFlow: these import the standard library and each
+# other only (zoo_cli.py loads them by their paths, without the package's __init__).
+STANDARD_LIBRARY_ONLY = ("zoo.artifacts", "zoo.training.options", "zoo.tasks.table")
+
+
+@pytest.mark.parametrize("name", STANDARD_LIBRARY_ONLY)
+def test_what_the_command_reads_first_imports_the_standard_library_only(name):
+    path = modules()[name]  # (artifacts.read_model imports Keras when it is called)
+    assert imports(path, modules()) <= set(STANDARD_LIBRARY_ONLY)
+    assert all_imports(path) - {"zoo"} <= set(sys.stdlib_module_names)
+
+
+def test_the_standard_library_check_can_fail(tmp_path):
+    fake = tmp_path / "table.py"
+    fake.write_text("import json\nfrom zoo.models import presets\n")
+    assert imports(fake, modules(), "zoo.tasks.table") == {"zoo.models.presets"}
+    fake.write_text("import numpy\n")
+    assert all_imports(fake) == {"numpy"}
 
 
 def test_no_import_cycle():

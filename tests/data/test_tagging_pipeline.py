@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from zoo.data import UPOS_TAGS, Sentence, TaggerVocabulary, load_ud_english_ewt
 from zoo.data import make_tagging_dataset, split_long_sentences
@@ -46,6 +47,23 @@ def test_characters_match_the_vocabulary_and_padding_is_zero():
             np.testing.assert_array_equal(c[real], by_words[tuple(w[real])])
             assert not c[~real].any()
 
+
+
+def test_the_parts_of_an_epoch_are_disjoint_and_make_it_whole():
+    def sentences(ds):
+        return sorted(tuple(w[w != 0]) for words, _, _ in _epoch(ds) for w in words)
+
+    whole = sentences(make_tagging_dataset(SENTENCES, PREPROCESSOR))
+    for epoch in (0, 1):
+        parts = [sentences(make_tagging_dataset(SENTENCES, PREPROCESSOR, seed=1,
+                                                epoch=tf.Variable(epoch, dtype=tf.int64),
+                                                part=(index, 2)))
+                 for index in (0, 1)]  # fmt: skip
+        # Every other sentence of the epoch's one order: a part each, together the epoch.
+        assert abs(len(parts[0]) - len(parts[1])) <= 1
+        assert sorted(parts[0] + parts[1]) == whole
+    with pytest.raises(ValueError, match="part of an epoch needs a seed"):
+        make_tagging_dataset(SENTENCES, PREPROCESSOR, part=(0, 2))
 
 def test_word_dropout_replaces_words_by_oov_and_keeps_characters():
     kept = make_tagging_dataset(SENTENCES, PREPROCESSOR, shuffle=False)

@@ -200,89 +200,42 @@ def test_bad_inputs_name_the_problem(pairs, tokenizer):
         make_translation_dataset(pairs, no_bos)
 
 
-def test_cmlm_masks_one_to_all_target_tokens_and_labels_them(pairs, reference_ids, tokenizer):
-    """Each target is target + EOS, with 1..T of its tokens masked anew at every reading; the
-    labels are the masked tokens and the clipped length offset, and nothing else changes."""
-    max_offset, mask_id, max_length = 3, 1, 40
-    ds = make_translation_dataset(
-        pairs, tokenizer, batch_tokens=512, max_length=max_length, objective="cmlm",
-        mask_id=mask_id, max_offset=max_offset, seed=0,
+class _Reversal:
+    """A made-up objective: the source alone in; the target reversed, and its length, out."""
+
+    def __init__(self, max_length, target_limit):
+        self.max_length, self.target_limit = max_length, target_limit
+
+    def example(self, source, target):
+        target = target[: self.target_limit]
+        return {"source": source[: self.max_length]}, {
+            "tokens": tf.reverse(target, [0]), "count": tf.shape(target)[0]}
+
+
+def test_an_objective_makes_the_examples_and_their_padding(pairs, reference_ids, tokenizer):
+    """The pipeline batches whatever examples the objective makes: each sequence padded with
+    PAD_ID to its batch's longest, scalars stacked, the budget kept by the longest sequence."""
+    max_length, batch_tokens = 24, 256
+    ds = make_translation_dataset(pairs, tokenizer, batch_tokens=batch_tokens,
+                                  max_length=max_length, objective=_Reversal(max_length, 20),
+                                  long_pairs="skip", seed=0)  # fmt: skip
+    features_spec, labels_spec = ds.element_spec
+    assert sorted(features_spec) == ["source"] and sorted(labels_spec) == ["count", "tokens"]
+    assert labels_spec["count"].shape.as_list() == [None]
+    expected = collections.Counter(
+        (tuple(src), tuple(reversed(tgt))) for src, tgt in reference_ids
+        if len(src) <= max_length and len(tgt) <= 20  # "skip": the objective's target_limit
     )
-    targets = {
-        tuple(src[:max_length]): tuple(tgt[: max_length - 1]) + (EOS_ID,)
-        for src, tgt in reference_ids
-    }
-    fractions, seen = [], 0
-    for _ in range(2):  # two epochs: new masks each time
-        for source, target_in, tokens, length in _cmlm_examples(ds):
-            target = targets[tuple(source)]
-            masked = target_in == mask_id
-            assert len(target_in) == len(target) and 1 <= masked.sum() <= len(target)
-            np.testing.assert_array_equal(np.where(masked, tokens, target_in), target)
-            assert np.all(tokens[~masked] == PAD_ID)
-            offset = np.clip(len(target) - len(source), -max_offset, max_offset)
-            assert length == offset + max_offset
-            fractions.append(masked.mean())
-            seen += 1
-    assert seen == 2 * len(pairs)
-    assert 0.3 < np.mean(fractions) < 0.7 and min(fractions) < 0.2 and max(fractions) == 1.0
-    with pytest.raises(ValueError, match="Unknown objective 'mlm'"):
-        make_translation_dataset(pairs, tokenizer, objective="mlm")
-
-
-def test_cmlm_mask_all_makes_every_position_a_label(pairs, reference_ids, tokenizer):
-    """The objective of a decoder that reads no target tokens (decoder_input="copy")."""
-    ds = make_translation_dataset(
-        pairs, tokenizer, batch_tokens=512, max_length=40, objective="cmlm", mask_all=True,
-    )
-    targets = {tuple(s[:40]): tuple(t[:39]) + (EOS_ID,) for s, t in reference_ids}
-    seen = 0
-    for source, target_in, tokens, _ in _cmlm_examples(ds):
-        np.testing.assert_array_equal(tokens, targets[tuple(source)])
-        assert np.all(target_in == 1)  # the mask id: only the length is read
-        seen += 1
-    assert seen == len(pairs)
-
-
-def test_cmlm_max_length_mode_fills_the_widest_target_with_eos(pairs, reference_ids, tokenizer):
-    """The label row is the target, EOS, then EOS up to min(max(S + K, 2), max_length)."""
-    max_offset, max_length = 3, 24
-    ds = make_translation_dataset(
-        pairs, tokenizer, batch_tokens=512, max_length=max_length, objective="cmlm",
-        max_offset=max_offset, length_mode="max",
-    )
-    targets = {tuple(s[:max_length]): t for s, t in reference_ids}
-    cut = filled = seen = 0
-    for source, target_in, tokens, length in _cmlm_examples(ds):
-        width = min(max(len(source) + max_offset, 2), max_length)
-        target = targets[tuple(source)][: width - 1]
-        expected = target + [EOS_ID] * (width - len(target))
-        masked = target_in == 1
-        assert len(target_in) == width and 1 <= masked.sum() <= width
-        np.testing.assert_array_equal(np.where(masked, tokens, target_in), expected)
-        assert np.all(tokens[~masked] == PAD_ID)
-        offset = np.clip(len(target) + 1 - len(source), -max_offset, max_offset)
-        assert length == offset + max_offset  # the length of the target and its first EOS
-        cut += len(targets[tuple(source)]) > width - 1
-        filled += width - len(target) > 1
-        seen += 1
-    assert seen == len(pairs) and cut > 0 and filled > 0
-    with pytest.raises(ValueError, match="Unknown length_mode 'widest'"):
-        make_translation_dataset(pairs, tokenizer, objective="cmlm", length_mode="widest")
-    with pytest.raises(ValueError, match="options of objective='cmlm'"):
-        make_translation_dataset(pairs, tokenizer, mask_all=True)
-
-
-def _cmlm_examples(ds):
-    """Each example of a cmlm dataset, unpadded: ``(source, target_in, tokens, length)``."""
+    seen = collections.Counter()
     for features, labels in ds:
-        rows = zip(
-            features["source"].numpy(), features["target_in"].numpy(),
-            labels["tokens"].numpy(), labels["length"].numpy(),
-        )
-        for source, target_in, tokens, length in rows:
-            source, target_in = _unpad(source), np.array(_unpad(target_in))
-            yield source, target_in, tokens[: len(target_in)], length
+        source, tokens = features["source"].numpy(), labels["tokens"].numpy()
+        assert max(source.size, tokens.size) <= batch_tokens
+        for src_row, row, count in zip(source, tokens, labels["count"].numpy()):
+            assert (row[count:] == PAD_ID).all()
+            seen[tuple(_unpad(src_row)), tuple(row[:count])] += 1
+    assert 0 < sum(seen.values()) < N_PAIRS and seen == expected
+    with pytest.raises(ValueError, match="made for max_length=24, the pipeline's is 32"):
+        make_translation_dataset(pairs, tokenizer, max_length=32, objective=_Reversal(24, 20))
 
 
 def test_autotuning_is_off(pairs, tokenizer):

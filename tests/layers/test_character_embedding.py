@@ -64,6 +64,13 @@ def test_a_word_does_not_depend_on_its_padding_or_its_neighbours():
     np.testing.assert_allclose(alone[0, 0], base[0, 1], atol=1e-5)
 
 
+
+def test_an_empty_batch_is_embedded_as_one():
+    # What a replica gets under multi_worker once its worker's part of an epoch is done.
+    layer = CharacterEmbedding(V, D, char_dim=E, filters=F, kernel_size=(2, 3))
+    layer(CHARS)
+    assert tuple(layer(CHARS[:0]).shape) == (0, 3, D)
+
 def test_mask_marks_words_with_characters_and_survives_a_sum_with_word_embeddings():
     words = np.array([[4, 5, 6], [7, 0, 0]], "int32")
     word_ids = keras.Input((None,), dtype="int32")

@@ -4,8 +4,9 @@ generic code (train(), zoo.tasks.load, the export frame), which is never edited 
 
 The files such a task needs in the package: ``zoo/models/parity/`` (the config and the builder
 below), ``zoo/tasks/parity/`` (the task and its serving module below), its entry in
-``zoo.tasks.TASKS`` and its row in ``zoo_cli.TASKS`` (with its own predict verb here): the
-``zoo`` command then trains, evaluates, classifies and exports it too."""
+``zoo.tasks.TASKS`` and its row in ``zoo.tasks.table.TASKS`` (with its own predict verb here),
+from which the task reads its presets, splits and verb: the ``zoo`` command then trains,
+evaluates, classifies and exports it too."""
 
 import dataclasses
 import json
@@ -18,6 +19,7 @@ import tensorflow as tf
 
 import zoo.tasks
 import zoo_cli
+from zoo.tasks import table
 from zoo.export.folder import write_export
 from zoo.layers import TokenAndPositionEmbedding, TransformerEncoderBlock
 from zoo.models.training_config import TrainingConfig
@@ -67,13 +69,11 @@ class ParityServing(tf.Module):
 class ParityTask(Task):
     name = "parity"
     config_class = ParityConfig
-    presets = {"tiny": ParityConfig(epochs=3, learning_rate=1e-2, warmup_steps=10,
+    model_presets = {"tiny": ParityConfig(epochs=3, learning_rate=1e-2, warmup_steps=10,
                                     batch_tokens=256, dropout=0.0)}  # fmt: skip
     vocabulary_file = "digits.json"
     validation_split = "val"
     evaluation_splits = ("val",)
-    splits = ("train", "val")
-    predict_verb = "classify"
 
     def load_data(self, split):
         rng = np.random.default_rng({"train": 0, "val": 1}[split])
@@ -88,11 +88,14 @@ class ParityTask(Task):
             return json.load(f)
 
     def dataset(self, config, vocabulary, data, training, jit_compile=False, batch_multiple=1,
-                epoch=None):
+                epoch=None, counts=None, part=None):
         ids = [[vocabulary.index(d) + 1 for d in line] for line in data]
         ids = keras.utils.pad_sequences(ids, config.max_length, padding="post")
         labels = np.array([sum(map(int, line)) % 2 for line in data])
-        return tf.data.Dataset.from_tensor_slices((ids, labels)).batch(32)
+        ds = tf.data.Dataset.from_tensor_slices((ids, labels))
+        if part:  # under multi_worker: this worker's share of the lines
+            ds = ds.shard(part.count, part.index)
+        return ds.batch(32)
 
     def build_model(self, config):
         return build_parity(config)
@@ -123,13 +126,13 @@ class ParityTask(Task):
 
 
 # ---------------------------------------------------------------- the generic path
-ROW = {  # its row in zoo_cli.TASKS
+ROW = {  # its row in zoo.tasks.table.TASKS
     "help": "is the sum of a string of digits even?",
     "presets": ("tiny",),
     "splits": ("train", "val"),
     "predict": "classify",
     "predict_help": "classify strings of digits (arguments, or stdin one per line)",
-    "train": (zoo_cli.EPOCHS,),
+    "train": (table.EPOCHS,),
     "evaluate": (),
     "predict_flags": (),
     "export": (),
@@ -140,7 +143,7 @@ ROW = {  # its row in zoo_cli.TASKS
 def registered(monkeypatch):
     task = ParityTask()
     monkeypatch.setitem(zoo.tasks.TASKS, task.name, task)  # its line in zoo.tasks.TASKS
-    monkeypatch.setitem(zoo_cli.TASKS, task.name, ROW)
+    monkeypatch.setitem(table.TASKS, task.name, ROW)
     return task
 
 

@@ -53,7 +53,8 @@ class ParityTask(Task):
         with open(os.path.join(folder, self.vocabulary_file)) as f:
             return json.load(f)["symbols"]
 
-    def dataset(self, config, vocabulary, data, training, jit_compile=False):
+    def dataset(self, config, vocabulary, data, training, jit_compile=False, batch_multiple=1,
+                epoch=None, counts=None, part=None):
         labels = data.sum(axis=1) % 2
         return tf.data.Dataset.from_tensor_slices((data, labels)).batch(16)
 
@@ -183,7 +184,7 @@ def test_load_names_a_newer_keras_that_saved_the_model(tmp_path):
         dense = config["config"]["layers"][-1]["config"]
         dense["kernel_initializer"]["config"]["future_argument"] = None
 
-    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)], name="regressor")
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)], name="tagger")
     path = tmp_path / "model.keras"
     model.save(path)
     _rewrite_archive(path, add_unknown_argument, "99.1.0")

@@ -17,18 +17,19 @@ import pytest
 import tensorflow as tf
 
 from tests.harness import REPO_ROOT
-from zoo.artifacts import BACKUP_DIR, MODEL_FILE, SENTENCEPIECE_FILE
+from zoo.artifacts import BACKUP_DIR, MODEL_FILE, SENTENCEPIECE_FILE, TAGGER_VOCABULARY_FILE
 from zoo.models.translator import build_translator, get_config
 from zoo.training.strategy import check_distributed_options, fit_across_workers, worker_dir
 
 # The tiny translator without dropout (each replica would draw its own masks), on a few pairs,
-# at its peak learning rate from the first step, so that the few steps visibly learn.
+# at its peak learning rate from the first step, so that the few steps visibly learn; or the tiny
+# tagger so, without word dropout, on a few sentences (of the dev split: the quickest to read).
 _TRAIN = textwrap.dedent(
     """
     import functools, json, os, sys
     import keras
     import tensorflow as tf
-    from zoo.data import DataPart, ParallelCorpus, load_multi30k
+    from zoo.data import DataPart, ParallelCorpus, load_multi30k, load_ud_english_ewt
     from zoo.tasks import get_task
     from zoo.training import train
 
@@ -40,11 +41,12 @@ _TRAIN = textwrap.dedent(
             self.losses.append(float(logs["loss"]))
 
     def run(workdir, strategy, epochs, callbacks=(), batch_multiple=None, parts=None,
-            shards=None, **options):
-        task = get_task("translator")
+            shards=None, task="translator", **options):
+        task = get_task(task)
         dataset, run.parts = type(task).dataset.__get__(task), []  # not an earlier run's
         if batch_multiple:  # one device, batched as two replicas are (equal shares of each)
-            task.dataset = functools.partial(task.dataset, batch_multiple=batch_multiple)
+            task.dataset = lambda *args, **kw: dataset(*args, **{**kw,
+                                                                 "batch_multiple": batch_multiple})
         elif parts:  # one device, each batch the parts' batches of a step side by side
             task.dataset = functools.partial(side_by_side, dataset, parts)
         else:  # the part of the training data that each call asks for, recorded
@@ -55,12 +57,19 @@ _TRAIN = textwrap.dedent(
                 return dataset(config, vocabulary, data, training, jit_compile, batch_multiple,
                                epoch, counts, part)
             task.dataset = recorded
-        config = task.get_config("tiny", vocab_size=400, max_length=24, long_pairs="truncate",
-                                 epochs=epochs, batch_tokens=512, warmup_steps=1, dropout=0.0,
-                                 attention_dropout=0.0, activation_dropout=0.0)
         steps = StepLosses()
-        options = {"bleu_sample_size": 0, **options}
-        data = load_multi30k("train")[:160]
+        if task.name == "tagger":
+            config = task.get_config("tiny", epochs=epochs, warmup_steps=1, word_dropout=0.0,
+                                     use_crf=False)  # softmax: quicker to trace than a CRF
+            sentences = load_ud_english_ewt("dev")
+            data, validation = sentences[:60], sentences[60:68]
+        else:
+            config = task.get_config("tiny", vocab_size=400, max_length=24,
+                                     long_pairs="truncate", epochs=epochs, batch_tokens=512,
+                                     warmup_steps=1, dropout=0.0, attention_dropout=0.0,
+                                     activation_dropout=0.0)
+            options = {"bleu_sample_size": 0, **options}
+            data, validation = load_multi30k("train")[:160], load_multi30k("val")[:16]
         if shards:  # the pairs in files of as many shards, streamed (each worker's by file)
             for shard in range(shards):
                 for side, language in enumerate(("en", "de")):
@@ -70,19 +79,25 @@ _TRAIN = textwrap.dedent(
                     os.replace(f"{path}.{os.getpid()}", path)
             data = ParallelCorpus([(f"{workdir}-train.*.en", f"{workdir}-train.*.de")])
         model, history, _ = train(task, config, workdir, strategy=strategy, train_data=data,
-                                  validation_data=load_multi30k("val")[:16], verbose=0,
+                                  validation_data=validation, verbose=0,
                                   callbacks=[steps, *callbacks], **options)
         run.model, run.history = model, history
-        # The batches of each epoch of this worker's part (the part read at its epoch).
-        vocabulary, run.batches = task.load_vocabulary(workdir), []
+        # The batches of each epoch of this worker's part (the part read at its epoch), and
+        # the tagger's sentences (their word ids) of the first.
+        vocabulary, run.batches, run.sentences = task.load_vocabulary(workdir), [], None
         for epoch in range(epochs):
             part = run.parts[0] if run.parts else None
-            run.batches.append(sum(1 for _ in dataset(
-                config, vocabulary, data, True, epoch=tf.Variable(epoch, dtype=tf.int64),
-                part=part)))
+            batches = list(dataset(config, vocabulary, data, True,
+                                   epoch=tf.Variable(epoch, dtype=tf.int64), part=part))
+            run.batches.append(len(batches))
+            if epoch == 0 and task.name == "tagger":
+                run.sentences = sorted([int(i) for i in words[words != 0]]
+                                       for features, _ in batches
+                                       for words in features["words"].numpy())
         return steps.losses
 
-    def side_by_side(dataset, count, config, vocabulary, data, training, epoch=None, **kw):
+    def side_by_side(dataset, count, config, vocabulary, data, training, epoch=None, part=None,
+                     **kw):
         # The batches of count parts, step by step, as one batch (padded to the longer):
         # what count replicas take at a step, on one device, while every part has data.
         if not training:
@@ -90,10 +105,10 @@ _TRAIN = textwrap.dedent(
         parts = [dataset(config, vocabulary, data, training, epoch=epoch,
                          part=DataPart(i, count, count), **kw) for i in range(count)]
         def joined(*batches):
-            def join(*tensors):
+            def join(*tensors):  # padded along the time axis (the tagger's characters too)
                 width = tf.reduce_max(tf.stack([tf.shape(t)[1] for t in tensors]))
-                return tf.concat([tf.pad(t, [[0, 0], [0, width - tf.shape(t)[1]]])
-                                  for t in tensors], 0)
+                return tf.concat([tf.pad(t, [[0, 0], [0, width - tf.shape(t)[1]]]
+                                         + [[0, 0]] * (t.shape.rank - 2)) for t in tensors], 0)
             return tf.nest.map_structure(join, *batches)
         return tf.data.Dataset.zip(tuple(parts)).map(joined)
     """
@@ -126,6 +141,7 @@ _RUN = _TRAIN + textwrap.dedent(
     print(json.dumps({"losses": losses, "steps": int(run.model.optimizer.iterations.numpy()),
                       "weights": hashlib.sha1(weights).hexdigest(),
                       "history": run.history.history, "batches": run.batches,
+                      "sentences": run.sentences,
                       "parts": [list(part) if part else None for part in run.parts]}))
     """
 )
@@ -255,6 +271,34 @@ def test_two_workers_each_read_their_own_part_and_train_one_model_as_one_device_
     # went with the end of training.
     assert sorted(os.listdir(workdir)) == sorted(os.listdir(alone))
     assert {MODEL_FILE, SENTENCEPIECE_FILE} <= set(os.listdir(workdir))
+    assert not os.path.exists(worker_dir(workdir, "worker", 1))
+
+
+def test_two_tagger_workers_each_read_their_own_sentences_and_train_as_one_device_does(tmp_path):
+    workdir, alone = tmp_path / "cluster", tmp_path / "alone"
+    options = {"epochs": 1, "task": "tagger"}
+    # One device, each batch the two parts' batches of a step side by side, run meanwhile.
+    one = _python(_RUN, str(alone), "auto", json.dumps({**options, "parts": 2}))
+    chief, worker = _finished(_workers(workdir, options))
+    one = json.loads(_finish(one).splitlines()[-1])
+    # Each built its own part, in batches of a replica's half of the word budget: disjoint
+    # sentences, together the epoch's (which one device reads whole).
+    assert chief["parts"] == [[0, 2, 2]] and worker["parts"] == [[1, 2, 2]]
+    assert abs(len(chief["sentences"]) - len(worker["sentences"])) <= 1
+    assert sorted(chief["sentences"] + worker["sentences"]) == one["sentences"]
+    longer, shorter = max(chief["batches"][0], worker["batches"][0]), min(
+        chief["batches"][0], worker["batches"][0])  # fmt: skip
+    # The epoch ends with the longer part: the other's replica gets empty batches meanwhile.
+    assert len(chief["losses"]) == len(worker["losses"]) == longer >= 6 and longer > shorter
+    assert chief["weights"] == worker["weights"] and chief["losses"] == worker["losses"]
+    # The same data, initial weights and updates as one device while both parts have data;
+    # each replica's loss is the mean over its own batch, so the curves agree to 2%.
+    assert len(one["losses"]) == shorter
+    for step, (a, b) in enumerate(zip(one["losses"], chief["losses"][:shorter])):
+        assert abs(a - b) <= 0.02 * a, (step, a, b)
+    assert chief["losses"][-1] < chief["losses"][0]
+    assert sorted(os.listdir(workdir)) == sorted(os.listdir(alone))
+    assert {MODEL_FILE, TAGGER_VOCABULARY_FILE} <= set(os.listdir(workdir))
     assert not os.path.exists(worker_dir(workdir, "worker", 1))
 
 

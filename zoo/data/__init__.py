@@ -45,7 +45,7 @@ from zoo.data.sentencepiece_vocab import (
 from zoo.data.tagger_vocabulary import TaggerVocabulary
 from zoo.data.tagging_pipeline import make_tagging_dataset, split_long_sentences
 from zoo.data.treebank import Treebank
-from zoo.data.translation_pipeline import bucket_spec, make_translation_dataset
+from zoo.data.translation_pipeline import TeacherForcing, bucket_spec, make_translation_dataset
 from zoo.data.transliteration import load_transliteration, transliterate
 
 __all__ = [
@@ -69,6 +69,7 @@ __all__ = [
     "Sentence",
     "SentencePieceTokenizer",
     "TaggerVocabulary",
+    "TeacherForcing",
     "Treebank",
     "UD_ENGLISH_EWT_SIZES",
     "UD_ENGLISH_EWT_SPLITS",

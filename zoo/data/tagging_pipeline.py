@@ -103,14 +103,15 @@ def make_tagging_dataset(
     unseen_tags="raise",
     heads=None,
     unseen_counts=None,
+    part=None,
 ):
     """Build a ``tf.data.Dataset`` of word-budget batches of tagged sentences.
 
     The steps: split sentences longer than ``max_length`` (:func:`split_long_sentences`);
-    encode every word (word id, character ids, tag ids); shuffle the sentences; group them by
-    length into buckets (``zoo.data.bucket_spec``) and batch each bucket so that a batch padded
-    to its longest sentence holds at most ``batch_tokens`` word positions; apply word dropout;
-    prefetch. One pass is one epoch in which every sentence appears exactly once.
+    encode every word (word id, character ids, tag ids); shuffle the sentences (and keep
+    ``part``'s); group them by length into buckets (``zoo.data.bucket_spec``) and batch each
+    bucket so that a batch padded to its longest sentence holds at most ``batch_tokens`` word
+    positions; apply word dropout; prefetch. One pass is one epoch in which every sentence appears exactly once.
 
     Args:
         sentences: :class:`~zoo.data.Sentence` objects (from ``load_ud_english_ewt``).
@@ -141,6 +142,9 @@ def make_tagging_dataset(
             accuracy counts it as an error (the losses leave it out: a softmax head's ignores
             it, a CRF's path score skips its terms).
         unseen_counts: a dict that receives ``{head: count}`` of such labels, if given.
+        part: ``(index, count)``: only part ``index`` of ``count`` disjoint parts of each
+            epoch (one worker's of a cluster): every part draws the epoch's one order (a
+            shuffle needs ``seed``) and keeps its every ``count``-th sentence.
 
     Returns:
         A ``tf.data.Dataset`` of ``({"words": (B, T), "chars": (B, T, C)}, labels)``, all
@@ -149,8 +153,8 @@ def make_tagging_dataset(
         a tagger with those heads).
 
     Raises:
-        ValueError: no sentences, a tag outside the vocabulary (named with its sentence), or a
-            bad size argument.
+        ValueError: no sentences, a tag outside the vocabulary (named with its sentence), a
+            bad size argument, or a shuffled ``part`` without a seed.
 
     Example:
         >>> from zoo.data import TaggerVocabulary, load_ud_english_ewt
@@ -178,6 +182,8 @@ def make_tagging_dataset(
         raise ValueError("sentences is empty; the dataset needs at least one tagged sentence.")
     if unseen_tags not in ("raise", "error"):
         raise ValueError(f"unseen_tags must be 'raise' or 'error', got {unseen_tags!r}.")
+    if part is not None and shuffle and seed is None:
+        raise ValueError("A part of an epoch needs a seed: every part must draw one order.")
     words, chars, label_ids, lengths, unseen = _encode_flat(sentences, preprocessor, heads,
                                                             unseen_tags)
     if unseen_counts is not None:
@@ -199,6 +205,8 @@ def make_tagging_dataset(
         ds = epoch_shuffled((starts, lengths), seed, epoch)
     else:
         ds = tf.data.Dataset.from_tensor_slices((starts, lengths))
+    if part is not None:  # every part draws the same order and keeps its every count-th
+        ds = ds.shard(part[1], part[0])
     ds = ds.map(sentence, num_parallel_calls=tf.data.AUTOTUNE)
     label_shapes = {head: [None] for head in heads} if several else [None]
     label_padding = {head: PAD_ID for head in heads} if several else PAD_ID

@@ -4,9 +4,9 @@
 tokenized in-graph, truncated, bucketed by length, batched to a token budget and padded with
 :data:`~zoo.data.PAD_ID`. Each element is ``({"source": S, "target_in": T_in}, T_out)`` where
 ``T_in = [BOS] + target`` and ``T_out = target + [EOS]``: the decoder reads the target shifted
-right and learns to predict the next token. With ``objective="cmlm"`` the examples are those of
-a conditional masked language model (the non-autoregressive translator): see
-:func:`make_translation_dataset`.
+right and learns to predict the next token (:class:`TeacherForcing`). A model trained on
+another objective (masked targets, CTC targets) passes its own: the pipeline reads, tokenizes,
+filters, buckets and pads whatever examples the objective makes of each pair.
 """
 
 import tensorflow as tf
@@ -15,7 +15,10 @@ from zoo.data.epoch_order import epoch_shuffled
 from zoo.data.parallel_corpus import SHUFFLE_BUFFER, ParallelCorpus
 from zoo.data.sentencepiece_vocab import PAD_ID
 
-__all__ = ["bucket_spec", "equal_shares", "make_translation_dataset", "prefetched", "teacher_forcing"]
+__all__ = [
+    "TeacherForcing", "bucket_spec", "equal_shares", "make_translation_dataset", "prefetched",
+    "teacher_forcing",
+]  # fmt: skip
 
 # Pairs are tokenized this many at a time (one tf-text call per chunk instead of one per pair).
 _TOKENIZE_CHUNK = 1024
@@ -81,6 +84,37 @@ def teacher_forcing(source, target, source_limit, max_length, bos_id, eos_id):
     )
 
 
+class TeacherForcing:
+    """Teacher forcing (:func:`teacher_forcing`) as the objective of the pipeline: its default.
+
+    An objective is what :func:`make_translation_dataset` makes of the ids of each pair: an
+    object with ``example(source, target)``, ``(S,)`` and ``(T,)`` int32 ids -> ``(features,
+    labels)``, nests of int32 tensors (sequences 1-D, padded with :data:`~zoo.data.PAD_ID`, or
+    scalars), none longer than ``max_length``; and ``target_limit``, the most target ids an
+    example keeps (a longer target is cut, or with ``long_pairs="skip"`` its pair skipped).
+
+    Args:
+        max_length: the most source ids, and target ids with BOS or EOS.
+        bos_id: the vocabulary's BOS id.
+        eos_id: the vocabulary's EOS id.
+
+    Example:
+        >>> features, labels = TeacherForcing(8, bos_id=2, eos_id=3).example(
+        ...     tf.constant([5, 6]), tf.constant([7, 8, 9]))
+        >>> features["target_in"].numpy().tolist(), labels.numpy().tolist()
+        ([2, 7, 8, 9], [7, 8, 9, 3])
+    """
+
+    def __init__(self, max_length, bos_id, eos_id):
+        self.max_length, self.bos_id, self.eos_id = max_length, bos_id, eos_id
+        self.target_limit = max_length - 1  # room for the BOS or the EOS
+
+    def example(self, source, target):
+        """``({"source", "target_in": [BOS] + target}, target + [EOS])``, cut to fit."""
+        return teacher_forcing(source, target, self.max_length, self.max_length, self.bos_id,
+                               self.eos_id)  # fmt: skip
+
+
 def make_translation_dataset(
     pairs,
     tokenizer,
@@ -92,29 +126,25 @@ def make_translation_dataset(
     seed=None,
     pad_to_bucket=False,
     drop_remainder=False,
-    objective="teacher_forcing",
-    mask_id=1,
-    max_offset=24,
-    length_mode="predict",
-    mask_all=False,
+    objective=None,
     batch_multiple=1,
     epoch=None,
-    max_source_length=None,
-    gold_input=False,
     long_pairs="truncate",
     counts=None,
     part=None,
 ):
-    """Build a ``tf.data.Dataset`` of token-budget batches for teacher-forced training.
+    """Build a ``tf.data.Dataset`` of token-budget batches of pairs, teacher-forced by default.
 
     The steps: shuffle the pairs; tokenize both sides with ``tokenizer`` (in-graph, tf-text);
-    truncate the source to ``max_length`` ids and the target to ``max_length - 1`` ids (so that
+    make each pair's example with ``objective`` (by default teacher forcing: the source
+    truncated to ``max_length`` ids and the target to ``max_length - 1`` ids, so that
     ``[BOS] + target`` and ``target + [EOS]`` have at most ``max_length``); group the examples by
     length into buckets (:func:`bucket_spec`) and batch each bucket to the token budget; pad with
     :data:`~zoo.data.PAD_ID` (0); prefetch.
 
-    The length of an example is ``max(len(source), len(target) + 1)``. A batch of ``B`` examples
-    padded to ``T`` positions keeps ``B * T <= batch_tokens`` for the source and for the target.
+    The length of an example is that of its longest sequence (with teacher forcing,
+    ``max(len(source), len(target) + 1)``). A batch of ``B`` examples padded to ``T`` positions
+    keeps ``B * T <= batch_tokens`` for each of its sequences.
     One pass over the dataset is one epoch in which every pair appears exactly once (the last,
     partial batch of each bucket is kept unless ``drop_remainder``). Call ``.repeat()`` for more
     epochs; with ``shuffle`` each epoch has a new order.
@@ -142,35 +172,15 @@ def make_translation_dataset(
             example, so that batches take only a few shapes (fewer retracings under XLA); then
             the source and the target of a batch have the same length.
         drop_remainder: drop the last partial batch of each bucket.
-        objective: ``"teacher_forcing"``, or ``"cmlm"``: the conditional masked language model
-            of Mask-Predict (Ghazvininejad et al. 2019). Its target is ``target + [EOS]`` (at
-            most ``max_length``); each time an example is read, a number ``n`` uniform in
-            ``1..T`` is drawn and ``n`` positions chosen at random are replaced by ``mask_id`` in
-            ``target_in``. The labels are ``{"tokens": the target at the masked positions, 0
-            elsewhere, "length": the class of the offset T - len(source)}``, clipped to
-            ``[-max_offset, max_offset]`` and shifted by ``max_offset``
-            (:meth:`~zoo.layers.LengthPredictor.offset_class`).
-        mask_id: the id of the mask token (``"cmlm"``).
-        max_offset: the length predictor's largest offset (``"cmlm"``).
-        length_mode: ``"predict"``, or ``"max"`` (``"cmlm"``): each target is as wide as its
-            source allows, ``W = min(max(len(source) + max_offset, 2), max_length)``
-            (:func:`zoo.models.nat.widest_lengths`): the target cut to ``W - 1`` tokens, EOS,
-            then EOS up to ``W``. The masks are drawn over all ``W`` positions; the length
-            label is still that of the target and its first EOS.
-        mask_all: mask every target position (``"cmlm"``): the objective of a decoder that
-            reads no target tokens (``decoder_input="copy"``), every position a label.
-            ``objective="ctc"``: the features are ``{"source"}`` alone and the labels
-            ``{"tokens": the target}`` (no BOS, no EOS), for a CTC decoder.
-        max_source_length: the most source tokens kept (default ``max_length``); a CTC
-            decoder's upsampled source must fit its positions.
-        gold_input: ``"cmlm"`` with nothing masked: ``target_in`` is the target and every
-            position a label (glancing training masks it inside the model); ``"ctc"``: the
-            features add ``target_in``, the target (what glancing aligns and reveals).
+        objective: what each pair's ids become (see :class:`TeacherForcing`), made for this
+            ``max_length``; by default ``TeacherForcing(max_length, tokenizer.bos_id,
+            tokenizer.eos_id)``. A model trained on another objective brings its own.
         batch_multiple: batch sizes are multiples of this (see :func:`bucket_spec`).
         long_pairs: ``"truncate"`` the sides longer than their limits (what validation
-            wants: every pair counts), or ``"skip"`` the pairs over ``max_length`` (what
-            training wants: a truncated target teaches the model to stop mid-sentence); a
-            source over ``max_source_length`` is still cut.
+            wants: every pair counts), or ``"skip"`` the pairs of which the source is over
+            ``max_length`` or the target over the objective's ``target_limit`` (what training
+            wants: a truncated target teaches the model to stop mid-sentence); the objective
+            may still cut a source to fewer ids.
         counts: a :class:`zoo.data.DataCounts` that counts the pairs read and skipped.
         part: ``(index, count)``: only part ``index`` of ``count`` disjoint parts of each
             epoch (a worker's of a cluster): of a corpus's files, by file when it has at least
@@ -178,14 +188,15 @@ def make_translation_dataset(
             sequence, every ``count``-th pair of the epoch's order.
 
     Returns:
-        A ``tf.data.Dataset`` of ``({"source": (B, S), "target_in": (B, T)}, (B, T))``, all
-        ``int32``, where ``target_in[:, 0] == BOS`` and ``target_in[:, 1:]`` equals the labels
-        ``[:, :-1]``.
+        A ``tf.data.Dataset`` of the objective's examples in batches, padded: by default
+        ``({"source": (B, S), "target_in": (B, T)}, (B, T))``, all ``int32``, where
+        ``target_in[:, 0] == BOS`` and ``target_in[:, 1:]`` equals the labels ``[:, :-1]``.
 
     Raises:
         ValueError: empty ``pairs``, no pair left once the empty and (``"skip"``) the long
             ones are skipped, a pair that is not two strings (named by its index), a
-            tokenizer without pad id 0 or without BOS/EOS, or a bad size argument.
+            tokenizer without pad id 0 or without BOS/EOS, an objective made for another
+            ``max_length``, or a bad size argument.
 
     Example:
         >>> import tempfile, os
@@ -209,62 +220,23 @@ def make_translation_dataset(
         )
 
     ds = _pair_lines(pairs, shuffle, shuffle_buffer, seed, epoch, part)
+    if objective is None:
+        objective = TeacherForcing(max_length, bos_id, eos_id)
+    if objective.max_length != max_length:
+        raise ValueError(f"The objective is made for max_length={objective.max_length}, the "
+                         f"pipeline's is {max_length}.")  # fmt: skip
+    if long_pairs not in ("truncate", "skip"):
+        raise ValueError(f"long_pairs must be 'truncate' or 'skip', got {long_pairs!r}.")
+    target_limit = objective.target_limit
 
     def tokenize(src, tgt):  # (C,) strings -> (C, None) ids
         return tokenizer.tokenize(src), tokenizer.tokenize(tgt)
 
-    def forced(src, tgt):  # (S,), (T,) ids -> features, labels
-        return teacher_forcing(src, tgt, source_limit, max_length, bos_id, eos_id)
+    def length(features, labels):  # the example's longest sequence
+        sequences = [t for t in tf.nest.flatten((features, labels)) if t.shape.rank == 1]
+        return tf.reduce_max([tf.shape(t)[0] for t in sequences])
 
-    def cmlm(src, tgt):  # (S,), (T - 1,) ids -> features, labels
-        src = src[:source_limit]
-        if length_mode == "max":  # the width of zoo.models.nat.widest_lengths, in tf
-            width = tf.minimum(tf.maximum(tf.shape(src)[0] + max_offset, 2), max_length)
-            tokens = tgt[: width - 1]
-            length = tf.shape(tokens)[0] + 1  # T, the EOS included
-        else:
-            tokens = tgt[: max_length - 1]
-            length = width = tf.shape(tokens)[0] + 1
-        target = tf.concat([tokens, tf.fill([width - length + 1], eos_id)], 0)  # (W,)
-        if mask_all:
-            count = width
-        elif gold_input:
-            count = 0
-        else:
-            count = tf.random.uniform([], 1, width + 1, dtype=tf.int32)  # masks, uniform in 1..W
-        rank = tf.argsort(tf.argsort(tf.random.uniform([width])))  # a random permutation
-        masked = rank < count
-        offset = tf.clip_by_value(length - tf.shape(src)[0], -max_offset, max_offset)
-        features = {"source": src, "target_in": tf.where(masked, mask_id, target)}
-        labels = target if gold_input else tf.where(masked, target, PAD_ID)
-        return features, {"tokens": labels, "length": offset + max_offset}
-
-    def ctc(src, tgt):  # (S,), (T,) ids -> features, labels
-        features = {"source": src[:source_limit]}
-        if gold_input:
-            features["target_in"] = tgt[:max_length]
-        return features, {"tokens": tgt[:max_length]}
-
-    def length(features, labels):
-        target = labels["tokens"] if objective == "ctc" else features["target_in"]
-        return tf.maximum(tf.shape(features["source"])[0], tf.shape(target)[0])
-
-    objectives = {"teacher_forcing": forced, "cmlm": cmlm, "ctc": ctc}
-    if objective not in objectives:
-        raise ValueError(f"Unknown objective {objective!r}; expected one of {sorted(objectives)}.")
-    source_limit = max_length if max_source_length is None else min(max_source_length, max_length)
-    if length_mode not in ("predict", "max"):
-        raise ValueError(f"Unknown length_mode {length_mode!r}; expected 'predict' or 'max'.")
-    cmlm_objective = objective == "cmlm"
-    if not cmlm_objective and (mask_all or length_mode != "predict"):
-        raise ValueError("mask_all and length_mode='max' are options of objective='cmlm'.")
-    if objective == "teacher_forcing" and gold_input:
-        raise ValueError("gold_input is an option of objective='cmlm' or 'ctc'.")
-    if long_pairs not in ("truncate", "skip"):
-        raise ValueError(f"long_pairs must be 'truncate' or 'skip', got {long_pairs!r}.")
-    target_limit = max_length if objective == "ctc" else max_length - 1
-
-    def fits(src, tgt):  # what "skip" keeps: within max_length (a CTC source is still cut)
+    def fits(src, tgt):  # what "skip" keeps: within the limits (the objective may cut a source)
         return tf.logical_and(tf.shape(src)[0] <= max_length, tf.shape(tgt)[0] <= target_limit)
 
     def kept(lines, counts):  # the non-empty pairs' ids; with "skip", those within the limits
@@ -278,23 +250,16 @@ def make_translation_dataset(
 
     # The look for a pair left counts nothing: the counts are of what training reads.
     _require_a_pair(kept(ds, None), pairs, long_pairs, max_length, target_limit)
-    ds = kept(ds, counts).map(objectives[objective], num_parallel_calls=tf.data.AUTOTUNE)
-    label_shapes = {"tokens": [None], "length": []} if cmlm_objective else [None]
-    label_padding = {"tokens": PAD_ID, "length": 0} if cmlm_objective else PAD_ID
-    feature_shapes = {"source": [None], "target_in": [None]}
-    feature_padding = {"source": PAD_ID, "target_in": PAD_ID}
-    if objective == "ctc":
-        label_shapes, label_padding = {"tokens": [None]}, {"tokens": PAD_ID}
-        if not gold_input:
-            feature_shapes, feature_padding = {"source": [None]}, {"source": PAD_ID}
+    ds = kept(ds, counts).map(objective.example, num_parallel_calls=tf.data.AUTOTUNE)
+    # Every sequence is padded with PAD_ID, to its batch's longest (or its bucket's bound).
+    padding = tf.nest.map_structure(lambda spec: tf.constant(PAD_ID, spec.dtype), ds.element_spec)
     # Bucket i takes lengths in (upper[i-1], upper[i]]; the extra last bucket (> max_length) stays
     # empty, since truncation bounds every length by max_length.
     ds = ds.bucket_by_sequence_length(
         element_length_func=length,
         bucket_boundaries=[u + 1 for u in upper],
         bucket_batch_sizes=batch_sizes + [1],
-        padded_shapes=(feature_shapes, label_shapes),
-        padding_values=(feature_padding, label_padding),
+        padding_values=padding,
         pad_to_bucket_boundary=pad_to_bucket,
         drop_remainder=drop_remainder,
     )

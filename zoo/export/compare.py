@@ -191,10 +191,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    try:  # the zoo command's quiet start, where it is installed
-        from zoo_cli import quiet_native_logs
-    except ImportError:
-        pass
-    else:
-        quiet_native_logs()
     sys.exit(main())

@@ -111,16 +111,19 @@ class CharacterEmbedding(keras.layers.Layer):
 
     def call(self, char_ids):
         shape = ops.shape(char_ids)
-        flat = ops.reshape(char_ids, (-1, shape[-1]))  # (B*T, C): one row per word
-        real = ops.expand_dims(ops.not_equal(flat, 0), -1)  # (B*T, C, 1)
-        x = self.char_embedding(flat)  # (B*T, C, E)
+        # One row per word, and one padding word, dropped at the end, so that no batch is
+        # empty (a replica's is under multi_worker once its worker's part is done): TensorFlow's
+        # convolution gives an empty batch back with the input's channels.
+        flat = ops.pad(ops.reshape(char_ids, (-1, shape[-1])), [[0, 1], [0, 0]])  # (B*T+1, C)
+        real = ops.expand_dims(ops.not_equal(flat, 0), -1)  # (B*T+1, C, 1)
+        x = self.char_embedding(flat)  # (B*T+1, C, E)
         x = ops.where(real, x, ops.zeros_like(x))
         pooled = []
         for conv in self.convs:
-            h = conv(x)  # (B*T, C, F), >= 0 after the relu
-            pooled.append(ops.max(ops.where(real, h, ops.zeros_like(h)), axis=1))  # (B*T, F)
+            h = conv(x)  # (B*T+1, C, F), >= 0 after the relu
+            pooled.append(ops.max(ops.where(real, h, ops.zeros_like(h)), axis=1))  # (B*T+1, F)
         x = pooled[0] if len(pooled) == 1 else ops.concatenate(pooled, axis=-1)
-        x = self.projection(x)  # (B*T, D)
+        x = self.projection(x)[:-1]  # (B*T, D)
         return ops.reshape(x, (shape[0], shape[1], self.embed_dim))  # (B, T, D)
 
     def compute_mask(self, char_ids, previous_mask=None):

@@ -1,18 +1,18 @@
 """zoo.tasks: one file per kind of run, and the one loader of trained models.
 
-``TASKS`` maps a task's name to its :class:`Task`, the one place that lists them: the command
-line and :func:`load` read nothing else, and ``zoo.training.train(task, config, workdir)`` takes
+``TASKS`` maps a task's name to its :class:`Task`, one for each row of the table of tasks
+(:mod:`zoo.tasks.table`, which the command line reads), and ``zoo.training.train(task, config, workdir)`` takes
 the task object. :func:`load` reads a workdir or an export folder and
 returns its task, model and vocabulary.
 """
 
 import collections
-import os
 
 from zoo.artifacts import MODEL_FILE
-from zoo.tasks.loading import read_folder_model
+from zoo.tasks.loading import load_trained
 from zoo.tasks.nat import NATTask
 from zoo.tasks.tagging import TaggingTask
+from zoo.tasks.table import folder_task
 from zoo.tasks.task import Task
 from zoo.tasks.translation import TranslationTask
 from zoo.tasks.transliteration import TransliterationTask
@@ -57,16 +57,9 @@ def load(folder, task=None, model_file=MODEL_FILE):
         FileNotFoundError: no such folder, or no model or vocabulary in it.
         ValueError: a file that cannot be read, or a model of another task.
     """
-    expected = None if task is None else get_task(task)
-    trainer = f"zoo train {expected.name}" if expected else "zoo train"
-    model = read_folder_model(folder, model_file, trainer)
-    found = task_of(model, os.path.join(os.fspath(folder), model_file))
-    if expected is not None and found is not expected:
-        raise ValueError(f"{folder} holds a {found.name}, not a {expected.name}")
-    model = found.upgrade_model(model, folder)
-    # A task model (keras-hub's shape) holds its vocabulary: no file beside it is needed.
-    inside = getattr(getattr(model, "preprocessor", None), "tokenizer", None)
-    return Loaded(found, model, inside or found.read_vocabulary(folder))
+    trainer = f"zoo train {get_task(task).name}" if task is not None else "zoo train"
+    found = get_task(task if task is not None else folder_task(folder, model_file, trainer, TASKS))
+    return Loaded(found, *load_trained(folder, found, model_file))
 
 
 def task_of(model, where=None):

@@ -16,6 +16,7 @@ import sys
 
 from zoo.artifacts import CONFIG_FILE, LANGUAGES_FILE, first_line, written_atomically
 from zoo.models.presets import from_presets
+from zoo.tasks.table import TASKS as TABLE
 
 __all__ = ["EvaluationFiles", "Task"]
 
@@ -35,31 +36,43 @@ class Task:
     """The hooks of one kind of run. Subclasses set the attributes and override the hooks.
 
     Attributes:
-        name: the task's name on the command line; also the ``name`` of the Keras model that
+        name: the task's name on the command line, and its row in the table of tasks
+            (:mod:`zoo.tasks.table`); also the ``name`` of the Keras model that
             :meth:`build_model` returns, which is how a saved model names its task.
         config_class: the frozen dataclass of the model's config.
-        presets: ``{name: config}``.
+        model_presets: the model's ``{name: config}``; :attr:`presets` are those of them
+            that its row offers.
         vocabulary_file: the vocabulary's file name in a workdir and an export folder (from
             :mod:`zoo.artifacts`).
         train_split, validation_split: the splits ``train()`` reads by default (the first
             through :meth:`training_data`, which a task may point elsewhere).
         evaluation_splits: the splits ``zoo evaluate`` scores by default.
-        splits: every split :meth:`load_data` reads (``zoo evaluate --splits`` offers them).
-        predict_verb: the command that runs :meth:`predict` (``zoo translate``, ``zoo tag``).
+        splits: every split :meth:`load_data` reads (its row's; ``zoo evaluate --splits``).
+        predict_verb: the command that runs :meth:`predict` (its row's: ``zoo translate``).
         task_model: the model's task model in keras-hub's shape (``from_backbone``,
             ``export_serving``), which ``model.keras`` holds; None: the model itself.
     """
 
     name = None
     config_class = None
-    presets = {}
+    model_presets = {}
     vocabulary_file = None
     train_split = "train"
     validation_split = None
     evaluation_splits = ()
-    splits = ()
-    predict_verb = None
     task_model = None
+
+    @property
+    def presets(self):
+        return {name: self.model_presets[name] for name in TABLE[self.name]["presets"]}
+
+    @property
+    def splits(self):
+        return TABLE[self.name]["splits"]
+
+    @property
+    def predict_verb(self):
+        return TABLE[self.name]["predict"]
 
     def get_config(self, preset, **overrides):
         """The named preset with any field overridden."""
@@ -176,19 +189,20 @@ class Task:
         return config
 
     def dataset(self, config, vocabulary, data, training, jit_compile=False, batch_multiple=1,
-                epoch=None):
-        """A ``tf.data.Dataset`` of ``(inputs, labels)`` batches for ``fit``; with
-        ``batch_multiple`` (the replicas a batch is split across), the batch sizes are its
-        multiples, so that every replica gets the same number of examples. Training data is
-        shuffled in an order that ``epoch`` (:class:`zoo.data.DataPosition`'s variable, when
-        given) fixes, so that a resumed run sees the order the interrupted one saw.
+                epoch=None, counts=None, part=None):
+        """A ``tf.data.Dataset`` of ``(inputs, labels)`` batches for ``fit``. Every task takes
+        every keyword, and ``zoo.training`` passes them all:
 
-        Optional keywords that ``zoo.training`` passes to a task whose ``dataset`` takes
-        them: ``counts`` (a :class:`zoo.data.DataCounts` to count what is read and skipped)
-        and ``part`` (a :class:`zoo.data.DataPart`: under ``multi_worker``, this worker's
-        own part of the training data, in batches of one replica's share of the token
-        budget). A task without ``part`` is fed as one pipeline that every worker builds
-        whole, taking its share of each batch (``AutoShardPolicy.DATA``)."""
+        - ``batch_multiple``: the replicas a batch is split across; the batch sizes are its
+          multiples, so that every replica gets the same number of examples.
+        - ``epoch``: :class:`zoo.data.DataPosition`'s variable, or None; training data is
+          shuffled in an order that it fixes, so that a resumed run sees the order the
+          interrupted one saw.
+        - ``counts``: a :class:`zoo.data.DataCounts` that counts what is read and skipped, or
+          None; a pipeline that skips nothing may leave it alone.
+        - ``part``: a :class:`zoo.data.DataPart`, or None: under ``multi_worker``, this
+          worker's own part of the training data (disjoint from the other workers'), in
+          batches of one replica's share of the batch budget."""
         raise NotImplementedError
 
     # ------------------------------------------------------------ model and training

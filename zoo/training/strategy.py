@@ -16,8 +16,7 @@ import keras
 import tensorflow as tf
 
 from zoo.data.epoch_order import DataPart
-
-STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
+from zoo.training.options import STRATEGIES
 
 
 def get_strategy(name="auto"):

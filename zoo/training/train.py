@@ -8,7 +8,6 @@ task never changes this file; nothing here imports a task or a model.
 
 import contextlib
 import dataclasses
-import inspect
 import json
 import os
 import shutil
@@ -42,6 +41,7 @@ from zoo.training.callbacks import (
     StopOnNonFiniteLoss,
     TimeLimit,
 )
+from zoo.training.options import BACKUP_EVERY, KEEP_CHECKPOINTS, MIXED_POLICIES
 from zoo.training.strategy import (
     across_workers,
     check_distributed_options,
@@ -63,7 +63,6 @@ VOCABULARY_TIMEOUT = 600  # seconds a worker waits for the chief's vocabulary
 # Fields gone from the configs, with the value a workdir's config.json then held for what the
 # configs do now: data_dir "" was the bundled corpus (a folder of `zoo distill` is --train now).
 _REMOVED_FIELDS = {"data_dir": ""}
-BACKUP_EVERY = 200  # steps between backups within an epoch (minutes of the small model here)
 
 
 def check_config(config, workdir):
@@ -114,11 +113,8 @@ def check_data(fingerprint, languages, workdir):
             raise ValueError(change)
 
 
-# The compute dtype of --mixed-precision -> the Keras policy. Under mixed_float16, compile()
-# wraps the optimizer in a LossScaleOptimizer (float16 gradients underflow without it).
-MIXED_POLICIES = {"bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
-
-
+# Under mixed_float16 (MIXED_POLICIES), compile() wraps the optimizer in a LossScaleOptimizer
+# (float16 gradients underflow without it).
 @contextlib.contextmanager
 def training_dtype_policy(mixed_precision):
     """Build and train under a mixed policy when asked (``True`` or ``"bfloat16"``:
@@ -138,7 +134,7 @@ def training_dtype_policy(mixed_precision):
 
 
 def standard_callbacks(workdir, time_limit=None, metrics=(), extra=(), ema=False,
-                       keep_checkpoints=5, position=None, backup_every=None):
+                       keep_checkpoints=KEEP_CHECKPOINTS, position=None, backup_every=None):
     """The callbacks of every zoo training run, in the order that makes each one see the rest.
 
     A stop at the first NaN or infinite loss (:class:`StopOnNonFiniteLoss`, before anything
@@ -185,7 +181,7 @@ def train(
     validation_data=None,
     callbacks=(),
     verbose="auto",
-    keep_checkpoints=5,
+    keep_checkpoints=KEEP_CHECKPOINTS,
     backup_every=BACKUP_EVERY,
     init_from=None,
     vocabulary_file=None,
@@ -308,34 +304,29 @@ def train(
         # Each batch is split across the replicas: its size a multiple of their number, so
         # that they get equal shares (Keras's first look at a batch fails on unequal ones).
         replicas = distribution.num_replicas_in_sync
-        sizes = {"batch_multiple": replicas} if replicas > 1 else {}  # older tasks lack it
         # Each epoch's order is a function of the epoch, and a resumed run skips the batches
         # its epoch has done (ResumableBackup sets the position).
         position = DataPosition()
-        # A task whose dataset takes no epoch (an older one) shuffles as it likes: a resumed
-        # run then skips the batches done of another order.
-        parameters = inspect.signature(task.dataset).parameters
-        ordered = {"epoch": position.epoch} if "epoch" in parameters else {}
         # What the pipeline skips (empty or too long examples) is said after each epoch.
-        counts = DataCounts() if "counts" in parameters else None
+        counts = DataCounts()
 
         def training_dataset(part=None):  # one worker's part, or all of it (batch_multiple)
-            shares = {"part": part} if part else sizes
             return skip_done(
                 task.dataset(config, vocabulary, train_data, training=True,
-                             jit_compile=jit_compile, **shares, **ordered,
-                             **({"counts": counts} if counts else {})),
+                             jit_compile=jit_compile, batch_multiple=1 if part else replicas,
+                             epoch=position.epoch, counts=counts, part=part),
                 position,
             )  # fmt: skip
 
-        # Under multi_worker each worker reads its own part, where the task can take one.
-        by_worker = "part" in parameters and across_workers(distribution)
-        training_set = per_worker(training_dataset, distribution) if by_worker else (
-            training_dataset())  # fmt: skip
-        if counts is not None and verbose:
+        # Under multi_worker each worker reads its own part.
+        if across_workers(distribution):
+            training_set = per_worker(training_dataset, distribution)
+        else:
+            training_set = training_dataset()
+        if verbose:
             extra.append(DataCountsLog(counts))
         validation_set = task.dataset(config, vocabulary, validation_data, training=False,
-                                      jit_compile=jit_compile, **sizes)
+                                      jit_compile=jit_compile, batch_multiple=replicas)
         callbacks = standard_callbacks(
             workdir, time_limit, metrics, extra, ema=task.uses_ema(config),
             keep_checkpoints=keep_checkpoints, position=position, backup_every=backup_every,

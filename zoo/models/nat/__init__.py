@@ -39,7 +39,8 @@ from zoo.models.nat.search import (
 )
 from zoo.models.optional import HAS_TENSORFLOW
 
-if HAS_TENSORFLOW:  # the task model and its preprocessor (tf-text)
+if HAS_TENSORFLOW:  # the task model and its preprocessor (tf-text), the training objectives
+    from zoo.models.nat.objectives import CMLMObjective, CTCObjective, nat_objective
     from zoo.models.nat.translator import NATTranslator
 
 __all__ = [

@@ -84,8 +84,8 @@ def widest_lengths(source_lengths, max_offset, max_length):
     """The target width of ``length_mode="max"``: ``min(max(source + K, 2), max_length)``.
 
     As wide as the length predictor's largest class, and at least a token and its EOS. The
-    training data (``make_translation_dataset(length_mode="max")``) pads each target with
-    EOS to this width.
+    training examples (:class:`~zoo.models.nat.objectives.CMLMObjective` with
+    ``length_mode="max"``) pad each target with EOS to this width.
 
     Args:
         source_lengths: ``(B,)`` int source lengths.

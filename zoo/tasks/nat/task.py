@@ -2,11 +2,11 @@
 :func:`zoo.models.nat.build_nat_translator`.
 
 Everything but the model and its training objective is the translation task's: the Multi30k
-data, the joint SentencePiece vocabulary, the workdir. The batches are those of a conditional
-masked language model (``make_translation_dataset(objective="cmlm")``; every position masked
-for a copy model, targets EOS-padded to their width for a max-length one); the loss is the
-label-smoothed cross entropy of the masked tokens plus ``length_loss_weight`` times that of the
-length predictor.
+data, the joint SentencePiece vocabulary, the workdir. The batches are the NAT's own objective's
+(:func:`zoo.models.nat.objectives.nat_objective`): those of a conditional masked language model
+(every position masked for a copy model, targets EOS-padded to their width for a max-length
+one), or a CTC decoder's targets; the loss is the label-smoothed cross entropy of the masked
+tokens plus ``length_loss_weight`` times that of the length predictor, or the CTC loss.
 """
 
 import keras
@@ -19,6 +19,7 @@ from zoo.models.nat import (
     nat_counts,
     nat_translator_search,
 )
+from zoo.models.nat.objectives import nat_objective
 from zoo.models.nat.translator import NATTranslator  # the module: see zoo/tasks/translation
 from zoo.tasks.loading import load_trained
 from zoo.tasks.translation.evaluation import evaluate_translator
@@ -41,28 +42,16 @@ class NATTask(TranslationTask):
 
     name = "nat"
     config_class = NATConfig
-    presets = PRESETS
+    model_presets = PRESETS
     # val_bleu decodes with the defaults: T=4 l=3, or 1 where the model takes one.
     validation_search = {"method": "mask_predict", "iterations": None, "length_beam": None}
     default_method = "mask_predict"
     search = staticmethod(nat_translator_search)
     task_model = NATTranslator
 
-    def objective(self, config):
-        """Masked targets and the length label (``make_translation_dataset``'s ``"cmlm"``); for
-        a CTC decoder the targets alone, on sources that fit its upsampling (``"ctc"``)."""
-        if config.decoder == "ctc":
-            limit = config.max_length // config.ctc_upsample
-            return {"objective": "ctc", "max_source_length": limit,
-                    "gold_input": bool(config.glancing_ratio)}  # fmt: skip
-        return {
-            "objective": "cmlm",
-            "mask_id": MASK_ID,
-            "max_offset": config.max_offset,
-            "length_mode": config.length_mode,
-            "mask_all": config.decoder_input == "copy",  # it reads no target token
-            "gold_input": bool(config.glancing_ratio),  # the model masks it (GLAT)
-        }
+    def objective(self, config, vocabulary):
+        """The NAT's own: masked targets and the length label, or a CTC decoder's targets."""
+        return nat_objective(config, vocabulary.eos_id)
 
     def build_model(self, config):
         return build_nat_translator(config)

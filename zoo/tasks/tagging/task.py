@@ -62,12 +62,10 @@ class TaggingTask(Task):
 
     name = "tagger"
     config_class = TaggerConfig
-    presets = PRESETS
+    model_presets = PRESETS
     vocabulary_file = TAGGER_VOCABULARY_FILE
     validation_split = "dev"
     evaluation_splits = ("dev", "test")
-    splits = ("train", "dev", "test")
-    predict_verb = "tag"
     task_model = Tagger  # what model.keras holds: keras-hub's shape
 
     def load_data(self, split):
@@ -123,15 +121,17 @@ class TaggingTask(Task):
         return dataclasses.replace(config, **overrides)
 
     def dataset(self, config, vocabulary, data, training, jit_compile=False, batch_multiple=1,
-                epoch=None):
+                epoch=None, counts=None, part=None):
         """Training data must have only the vocabulary's classes (it was made from them);
         validation data may have tags that training never saw: each is scored as an error,
-        and their count is said on stderr."""
+        and their count is said on stderr. With ``part``, this worker's share of the
+        sentences, in batches of one replica's share of the word budget."""
+        del counts  # nothing to count: a long sentence is split, and CoNLL-U has no empty one
         unseen = {}
         dataset = make_tagging_dataset(
             data,
             TaggerPreprocessor(vocabulary),
-            batch_tokens=config.batch_tokens,
+            batch_tokens=config.batch_tokens // (part.replicas if part else 1),
             max_length=config.max_length,
             shuffle=training,
             seed=0,
@@ -142,6 +142,7 @@ class TaggingTask(Task):
             epoch=epoch,
             unseen_tags="error" if not training else "raise",
             unseen_counts=unseen,
+            part=part[:2] if part else None,
         )
         for head, count in unseen.items():
             if count:

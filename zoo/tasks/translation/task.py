@@ -75,13 +75,11 @@ class TranslationTask(Task):
 
     name = "translator"
     config_class = TranslatorConfig
-    presets = PRESETS
+    model_presets = PRESETS
     vocabulary_file = SENTENCEPIECE_FILE
     validation_split = "val"
     validation_search = {"method": "greedy"}  # the search behind val_bleu, after each epoch
     evaluation_splits = ("val", "test2016")
-    splits = ("train", "val", "test2016")
-    predict_verb = "translate"
     default_method = "beam"
     search = staticmethod(translator_search)  # (model, method, max_length, ...) -> ids search
     task_model = Translator  # what model.keras holds: keras-hub's shape
@@ -185,12 +183,13 @@ class TranslationTask(Task):
             long_pairs=config.long_pairs if training else "truncate",
             counts=counts,
             part=part[:2] if part else None,
-            **self.objective(config),
+            objective=self.objective(config, vocabulary),
         )
 
-    def objective(self, config):
-        """The training objective's arguments of ``make_translation_dataset``: teacher forcing."""
-        return {}
+    def objective(self, config, vocabulary):
+        """What each training pair becomes (the ``objective`` of ``make_translation_dataset``):
+        None, the pipeline's teacher forcing."""
+        return None
 
     def build_model(self, config):
         return build_translator(config)

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from zoo.artifacts import SENTENCEPIECE_PREFIX
 from zoo.data import train_sentencepiece
-from zoo.data.transliteration import SPLITS, load_transliteration
+from zoo.data.transliteration import load_transliteration
 from zoo.evaluation.bleu import save_evaluation
 from zoo.models.translator import PRESETS as TRANSLATOR_PRESETS
 from zoo.models.translator import build_translator
@@ -45,10 +45,8 @@ class TransliterationTask(TranslationTask):
     """
 
     name = "transliterator"
-    presets = PRESETS
+    model_presets = PRESETS
     evaluation_splits = ("test", "long")
-    splits = tuple(SPLITS)
-    predict_verb = "transliterate"
     default_method = "greedy"
 
     def load_data(self, split):
