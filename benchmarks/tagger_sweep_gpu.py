@@ -75,7 +75,7 @@ def _vocabulary_folder(config):
 
 
 def _row_config(name, epochs):
-    from zoo.models.tagger import get_config
+    from zoo.tasks.tagging.config import get_config
 
     return get_config("small", epochs=epochs, **ROWS[name])
 

@@ -82,7 +82,7 @@ TRANSLATIONS = "translations.npz"  # OUT/<row>/: "last.beam5", ... ids, cut afte
 def prepare(args):
     """Learn each vocabulary the rows need; keep the train and val ids and the val references."""
     from zoo.data import bucket_spec, load_multi30k
-    from zoo.models.translator import get_config
+    from zoo.tasks.translation.config import get_config
     from zoo.tasks import get_task
 
     task = get_task("translator")
@@ -178,7 +178,7 @@ def _print_timings(out, rows, wall):
 
 
 def _row_config(name, epochs, bucket_width=None):
-    from zoo.models.translator import get_config
+    from zoo.tasks.translation.config import get_config
 
     config = get_config("small", epochs=epochs, **ROWS[name])
     if bucket_width is None:

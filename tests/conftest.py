@@ -29,25 +29,6 @@ import tensorflow  # noqa: E402, F401
 gc.freeze()
 
 
-# Keras builds the optimizer (its slot variables) inside the first traced train step when no
-# tf.distribute strategy is in scope, and TensorFlow then traces that step a second time
-# without the variable creation: about half of a tiny model's first `fit`. zoo's `train()`
-# runs under a strategy, where Keras builds the optimizer before tracing; a test that calls
-# `fit` on a model of its own gets the same order here. The variables and the results are
-# the same either way.
-_keras_fit = keras.Model.fit
-
-
-def _fit_with_the_optimizer_built(model, *args, **kwargs):
-    if (model._distribute_strategy is None and model.built
-            and model.optimizer is not None and not model.optimizer.built):
-        model.optimizer.build(model.trainable_variables)
-    return _keras_fit(model, *args, **kwargs)
-
-
-keras.Model.fit = _fit_with_the_optimizer_built
-
-
 # pytest-xdist hands out whole files (--dist loadfile) in collection order, each to the next
 # idle worker; --no-loadscope-reorder (pyproject.toml) keeps that order, which xdist otherwise
 # replaces by the files' test counts. The longest files go first, so that the run does not end

@@ -11,6 +11,9 @@
      outputs;
   6. `mixed_bfloat16`: float32 variables, bfloat16 outputs, close to the float32 outputs;
   7. one `fit` step that changes every trainable weight.
+
+`fit_built` is `model.fit` with the optimizer built first, for tests that fit a model of
+their own.
 """
 
 import atexit
@@ -270,13 +273,29 @@ def run_layer_test(
     return layer, eager
 
 
+def fit_built(model, *args, **kwargs):
+    """``model.fit(*args, **kwargs)`` with the optimizer's variables made first, as zoo's
+    ``train()`` makes them.
+
+    Without a tf.distribute strategy in scope (``train()`` runs under one), Keras makes them
+    inside the first traced train step, and TensorFlow then traces that step a second time
+    without the variable creation: about half of a small model's first ``fit``. The variables,
+    and so the results, are the same either way.
+    """
+    assert model.built, "fit_built needs a built model: its trainable variables are the optimizer's"
+    if not model.optimizer.built:
+        model.optimizer.build(model.trainable_variables)
+    return model.fit(*args, **kwargs)
+
+
 def _check_fit_step(symbolic_inputs, output, inputs, allow_untrained_weights):
     model = keras.Model(symbolic_inputs, output)
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
     before = {w.path: np.array(w.numpy()) for w in model.trainable_weights}
     batch = next(iter(inputs.values())).shape[0]
     target = np.random.default_rng(0).normal(size=(batch,) + tuple(output.shape[1:]))
-    history = model.fit(inputs, target.astype("float32"), batch_size=batch, epochs=1, verbose=0)
+    history = fit_built(model, inputs, target.astype("float32"), batch_size=batch, epochs=1,
+                        verbose=0)
     assert np.isfinite(history.history["loss"][0]), "the fit step gave a non-finite loss"
     unchanged = [
         w.path
@@ -372,8 +391,9 @@ def jit_call(layer, *inputs, **kwargs):
 
     Eager JAX compiles every op on its own, tens of milliseconds each; one compile of the
     whole call costs a fraction of that. An unbuilt layer is built by a symbolic call first.
-    NumPy arrays are traced; the other arguments (flags) are fixed at compile time. A call
-    that updates variables (training-time statistics) must stay eager.
+    NumPy arrays are traced; the other arguments (flags) are fixed at compile time. The call
+    is the layer's ``stateless_call``, as ``fit`` runs it on JAX: what it writes to its
+    variables (training-time statistics) is assigned to them afterwards.
     """
     import jax
 
@@ -381,7 +401,19 @@ def jit_call(layer, *inputs, **kwargs):
         layer(*(keras.Input(batch_shape=x.shape, dtype=str(x.dtype)) for x in inputs))
     arrays = {name: value for name, value in kwargs.items() if isinstance(value, np.ndarray)}
     flags = {name: value for name, value in kwargs.items() if name not in arrays}
-    return jax.jit(lambda inputs, arrays: layer(*inputs, **arrays, **flags))(inputs, arrays)
+
+    def run(trainable, non_trainable, inputs, arrays):
+        return layer.stateless_call(trainable, non_trainable, *inputs, **arrays, **flags)
+
+    outputs, non_trainable = jax.jit(run)(
+        [v.value for v in layer.trainable_variables],
+        [v.value for v in layer.non_trainable_variables],
+        inputs,
+        arrays,
+    )
+    for variable, value in zip(layer.non_trainable_variables, non_trainable):
+        variable.assign(value)
+    return outputs
 
 
 def run_on_jax(script, timeout=600):

@@ -89,7 +89,7 @@ def test_a_resume_without_epochs_trains_to_the_epochs_its_run_was_started_with(t
     main(argv + ["--epochs", "90"])  # a resume that asks for more
     (tmp_path / "config.json").write_text("{not json")
     main(argv)  # a corrupt config is left to train()'s config guard to name
-    from zoo.models.translator import get_config
+    from zoo.tasks.translation.config import get_config
 
     preset = get_config("tiny").epochs
     assert [config.epochs for config in configs] == [preset, 80, 90, preset]
@@ -305,16 +305,16 @@ def test_the_command_line_reads_the_runs_options_from_zoo():
     # The training levers override config fields of the same name (never task options).
     import dataclasses
 
-    from zoo.models import NATConfig, TaggerConfig, TranslatorConfig
+    from zoo.tasks import TASKS
 
+    run = {name: task.config_class for name, task in TASKS.items()}
     levers = {names[0][2:].replace("-", "_") for names, _ in zoo_cli.table.REGULARIZATION}
-    for config_class in (TranslatorConfig, NATConfig):
-        assert levers <= {field.name for field in dataclasses.fields(config_class)}
-    for name, config_class in (("translator", TranslatorConfig), ("nat", NATConfig),
-                               ("tagger", TaggerConfig)):  # fmt: skip
+    for name in ("translator", "nat"):
+        assert levers <= {field.name for field in dataclasses.fields(run[name])}
+    for name in ("translator", "nat", "tagger"):
         parsed = parse(["train", name, "--workdir", "w", "--gradient-accumulation-steps", "4"])
         assert parsed.gradient_accumulation_steps == 4
-        assert "gradient_accumulation_steps" in {f.name for f in dataclasses.fields(config_class)}
+        assert "gradient_accumulation_steps" in {f.name for f in dataclasses.fields(run[name])}
 
 
 def test_export_translator_alpha_reaches_the_export():

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import pytest
 
+from tests.harness import fit_built
 from zoo.data import BOS_ID, EOS_ID
 from zoo.models import build_translator, translator_config
 
@@ -43,7 +44,7 @@ def copy_model():
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
     )
     features, labels = _copy_batch(np.random.default_rng(0), 64 * COPY_TRAINING_STEPS)
-    model.fit(features, labels, batch_size=64, epochs=1, shuffle=False, verbose=0)
+    fit_built(model, features, labels, batch_size=64, epochs=1, shuffle=False, verbose=0)
     return model
 
 

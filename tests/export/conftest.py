@@ -9,7 +9,8 @@ import keras
 import pytest
 
 from zoo.data import SentencePieceTokenizer, load_multi30k, train_sentencepiece
-from zoo.models import Translator, build_translator, translator_config
+from zoo.models import Translator, build_translator
+from zoo.tasks.translation.config import get_config as translator_config  # a run's
 from zoo.tasks import get_task
 
 VOCAB_SIZE = 400  # 256 byte pieces + 4 special ids + ~70 characters + a few words

@@ -5,7 +5,11 @@ import numpy as np
 import pytest
 
 from tests.harness import check_padding_leak, run_layer_test
-from tests.layers.test_local_attention import assert_dropout_only_in_training, assert_encoder_learns
+from tests.layers.test_local_attention import (
+    _eager,
+    assert_dropout_only_in_training,
+    assert_encoder_learns,
+)
 from zoo.layers import MultiHeadAttention, TransformerDecoderBlock, get_attention
 from zoo.layers.attention import clustered as clustered_module
 from zoo.layers.attention.clustered import ClusteredAttention
@@ -93,9 +97,15 @@ def test_layer_without_masks():
 @pytest.mark.parametrize("chunk_size, clusters", [(4, 2), (3, 3), (16, 2), (16, 1)])
 def test_equals_full_attention_with_the_same_cluster_mask(chunk_size, clusters):
     assert get_attention("clustered") is ClusteredAttention
+    assert_equals_the_reference(chunk_size, clusters)
+
+
+def assert_equals_the_reference(chunk_size, clusters, call=_eager):
+    """The layer equals :func:`_reference` at the real positions. ``call(layer, *inputs,
+    **kwargs)`` runs it (the JAX checks pass ``harness.jit_call``)."""
     layer = ClusteredAttention(num_heads=2, key_dim=4, num_clusters=clusters, chunk_size=chunk_size)
     x = _x(B, T, D)
-    got = np.asarray(layer(x, padding_mask=PADDING))
+    got = np.asarray(call(layer, x, padding_mask=PADDING))
     want = _reference(layer, x, PADDING)
     np.testing.assert_allclose(got[PADDING], want[PADDING], atol=1e-5)
 
@@ -112,12 +122,19 @@ def test_one_cluster_and_one_chunk_is_full_attention():
 
 
 def test_centroids_follow_the_routed_means_in_training_only():
+    assert_centroids_follow_the_routed_means()
+
+
+def assert_centroids_follow_the_routed_means(call=_eager):
+    """An inference call leaves the centroids alone; a training call moves each towards the
+    mean of what it routed. ``call(layer, *inputs, **kwargs)`` runs the layer (the JAX checks
+    pass ``harness.jit_call``, which writes back the variables as ``fit`` does)."""
     layer = ClusteredAttention(num_heads=2, key_dim=4, num_clusters=3, chunk_size=4,
                                centroid_decay=0.8)
     x = _x(B, T, D)
-    layer(x)
+    call(layer, x)
     before = np.array(layer.centroids.numpy())
-    layer(x, padding_mask=PADDING)
+    call(layer, x, padding_mask=PADDING)
     np.testing.assert_array_equal(layer.centroids.numpy(), before)  # inference: unchanged
 
     q = _dense(layer.query_dense, x).reshape(B, T, 2, 4)
@@ -130,7 +147,7 @@ def test_centroids_follow_the_routed_means_in_training_only():
         for c in np.unique(cluster):
             mean = members[cluster == c].mean(0)
             want[head, c] = _unit(0.8 * old[head, c] + 0.2 * mean)
-    layer(x, padding_mask=PADDING, training=True)
+    call(layer, x, padding_mask=PADDING, training=True)
     np.testing.assert_allclose(layer.centroids.numpy(), want, atol=1e-5)
 
 

@@ -5,7 +5,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.harness import check_padding_leak, run_layer_test
+from tests.harness import check_padding_leak, fit_built, run_layer_test
 from zoo.layers import crf as crf_module
 from zoo.layers import (
     CRF,
@@ -223,7 +223,7 @@ def test_fit_learns_transitions_that_emissions_alone_cannot():
     ids, tags = _alternating_task(64, np.random.default_rng(2))
     model = _toy_model()
     model.compile(optimizer=keras.optimizers.Adam(0.1), loss=CRFLoss(), metrics=[CRFAccuracy()])
-    history = model.fit(ids, tags, batch_size=64, epochs=40, verbose=0).history
+    history = fit_built(model, ids, tags, batch_size=64, epochs=40, verbose=0).history
     assert history["loss"][-1] < 0.2 * history["loss"][0], history["loss"]
     assert history["accuracy"][-1] == 1.0
     # A softmax over the same emissions is at chance on the noise tokens.
@@ -256,7 +256,8 @@ def test_unknown_lengths_trace_and_fit():
 
     model = _toy_model()
     model.compile(optimizer=keras.optimizers.Adam(0.05), loss=CRFLoss(), metrics=[CRFAccuracy()])
-    history = model.fit(batches(), steps_per_epoch=6, epochs=2, shuffle=False, verbose=0).history
+    history = fit_built(model, batches(), steps_per_epoch=6, epochs=2, shuffle=False,
+                        verbose=0).history
     assert np.all(np.isfinite(history["loss"]))
 
 
@@ -291,5 +292,5 @@ def test_the_loss_and_its_gradient_compile_with_xla_for_unknown_lengths():
     model.compile(optimizer=keras.optimizers.Adam(0.05), loss=CRFLoss(), metrics=[CRFAccuracy()],
                   jit_compile=True)
     ids, tags = _alternating_task(64, np.random.default_rng(4))
-    history = model.fit(ids, tags, batch_size=16, epochs=15, verbose=0).history
+    history = fit_built(model, ids, tags, batch_size=16, epochs=15, verbose=0).history
     assert history["accuracy"][-1] == 1.0, history

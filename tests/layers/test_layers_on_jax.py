@@ -12,6 +12,7 @@ Forward passes that are compared with a reference run whole under ``jax.jit``
 (``harness.jit_call``): eager JAX compiles every op on its own, which costs far more.
 """
 
+import gc
 import itertools
 import time
 import traceback
@@ -90,19 +91,19 @@ def _global():
 
 
 def _clustered():
-    clustered.test_equals_full_attention_with_the_same_cluster_mask(4, 2)
-    clustered.test_centroids_follow_the_routed_means_in_training_only()
+    clustered.assert_equals_the_reference(4, 2, call=jit_call)
+    clustered.assert_centroids_follow_the_routed_means(call=jit_call)
     local.assert_encoder_learns("clustered", {"num_clusters": 2, "chunk_size": 4})
 
 
 def _sinkhorn():
-    sinkhorn.test_equals_the_slow_reference(True)
-    sinkhorn.test_equals_the_slow_reference(False)
+    sinkhorn.assert_equals_the_slow_reference(True, call=jit_call)
+    sinkhorn.assert_equals_the_slow_reference(False, call=jit_call)
     local.assert_encoder_learns("sinkhorn", {"block_size": 4})
 
 
 def _synthesizer():
-    synthesizer.test_equals_softmax_of_the_synthetic_logits_times_values("dense")
+    synthesizer.assert_equals_the_definition("dense", call=jit_call)
     synthesizer.test_padding_and_causal_never_leak("random")
     local.assert_encoder_learns("synthesizer", {"max_length": 12})
 
@@ -230,13 +231,14 @@ def _chunked():
     def full(q, k, v):
         return scaled_dot_product_attention(q, k, v, mask=masks.combined(7, 9))
 
+    want = jax.jit(jax.grad(lambda *x: loss(full, *x), argnums=(0, 1, 2), has_aux=True))
+    want_grads, want_y = want(q, k, v)
     for chunk_size in (2, 4, 9):
         def chunked(q, k, v, chunk_size=chunk_size):
             return chunked_attention(q, k, v, masks, chunk_size=chunk_size)
 
         got = jax.jit(jax.grad(lambda *x: loss(chunked, *x), argnums=(0, 1, 2), has_aux=True))
-        want = jax.grad(lambda *x: loss(full, *x), argnums=(0, 1, 2), has_aux=True)
-        (got_grads, got_y), (want_grads, want_y) = got(q, k, v), want(q, k, v)
+        got_grads, got_y = got(q, k, v)
         for a, b in zip((got_y, *got_grads), (want_y, *want_grads)):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-5, rtol=1e-5)
 
@@ -458,20 +460,27 @@ def _blocks():
 
 
 def _nat():
-    """The NAT on JAX: the length predictor in a functional model, and one jitted search
-    (encoder, length candidates, Mask-Predict over the tiled memory) from source ids."""
+    """The NAT on JAX, each pass under jax.jit: the encoder, the length predictor and one
+    decoder pass equal the model's forward pass, and the search from source ids (encoder,
+    length candidates, Mask-Predict over the tiled memory) equals Mask-Predict written out in
+    NumPy (tests/decoding/test_nat.py) over the same decoder pass."""
     import jax
 
+    from tests.decoding import test_nat as reference
     from zoo.decoding import nat_search, tile_for_beams
     from zoo.models.nat import build_nat_translator, get_config, nat_decode, nat_encode
 
+    keras.utils.set_random_seed(0)  # the same weights each run: the same candidates and tokens
+    assert reference.L == 8  # the references' max_length
     model = build_nat_translator(get_config("tiny", vocab_size=20, max_length=8))
     source = np.array([[5, 6, 7, 3], [8, 3, 0, 0]], "int32")
-    target_in = np.array([[1, 1, 9, 3], [1, 3, 0, 0]], "int32")
-    out = model({"source": source, "target_in": target_in})
-    memory, padding, scores = nat_encode(model, source)
+    # As wide as the search's buffers, so that each decoder pass compiles once.
+    target_in = np.array([[1, 1, 9, 3, 0, 0, 0, 0], [1, 3, 0, 0, 0, 0, 0, 0]], "int32")
+    out = jit_call(model, {"source": source, "target_in": target_in})
+    memory, padding, scores = jax.jit(lambda source: nat_encode(model, source))(source)
     np.testing.assert_allclose(np.asarray(scores), np.asarray(out["length"]), atol=1e-5)
-    logits = np.asarray(nat_decode(model, memory, padding, target_in))
+    decode = jax.jit(lambda target_in: nat_decode(model, memory, padding, target_in))
+    logits = np.asarray(decode(target_in))
     np.testing.assert_allclose(logits[target_in != 0], np.asarray(out["tokens"])[target_in != 0],
                                atol=1e-5)
 
@@ -483,24 +492,35 @@ def _nat():
             max_length=8, iterations=3, length_beam=2,
         )
 
-    tokens, _ = jax.jit(search)(source)
-    eager, _ = search(source)
-    np.testing.assert_array_equal(np.asarray(tokens), np.asarray(eager))
-    assert np.asarray(tokens).shape == (2, 8)
+    tokens, search_scores = jax.jit(search)(source)
+    lengths = reference.reference_length_candidates(
+        np.asarray(scores), np.asarray(padding).sum(1), 2, (scores.shape[1] - 1) // 2
+    )
+    want, want_scores, _ = reference._reference_nat_search(_Rows(decode, 2), range(2), lengths, 3)
+    np.testing.assert_array_equal(np.asarray(tokens), want)
+    np.testing.assert_allclose(np.asarray(search_scores), want_scores, atol=1e-5)
 
     # Both options: the uniform copy in the forward pass, each sentence at its widest length.
     from zoo.layers.uniform_copy import UniformCopy, uniform_positions
     from zoo.models.nat import decode_and_lengths
 
-    positions = uniform_positions(np.array([[0, 1, 2, 3, 4]]), np.array([[3]]), np.array([[5]]))
+    positions = jax.jit(uniform_positions)(
+        np.array([[0, 1, 2, 3, 4]]), np.array([[3]]), np.array([[5]])
+    )
     np.testing.assert_array_equal(np.asarray(positions), [[0, 0, 1, 2, 2]])
-    assert isinstance(UniformCopy()(np.ones((1, 3, 2)), np.ones((1, 4), bool)), jax.Array)
+    assert isinstance(jit_call(UniformCopy(), np.ones((1, 3, 2)), np.ones((1, 4), bool)),
+                      jax.Array)  # fmt: skip
     model = build_nat_translator(
         get_config("tiny", vocab_size=20, max_length=8, decoder_input="copy", length_mode="max")
     )
-    out = model({"source": source, "target_in": target_in})
-    memory, padding, _ = nat_encode(model, source)
-    logits = np.asarray(nat_decode(model, memory, padding, target_in, source_ids=source))
+    out = jit_call(model, {"source": source, "target_in": target_in})
+
+    def decode_at_widths(source, target_in):
+        decode, lengths = decode_and_lengths(model, source, max_length=8)
+        return decode(target_in), lengths["lengths"]
+
+    decode_at_widths = jax.jit(decode_at_widths)
+    logits, widths = (np.asarray(x) for x in decode_at_widths(source, target_in))
     np.testing.assert_allclose(logits[target_in != 0], np.asarray(out["tokens"])[target_in != 0],
                                atol=1e-5)
 
@@ -508,18 +528,27 @@ def _nat():
         decode, lengths = decode_and_lengths(model, source, max_length=8)
         return nat_search(decode, **lengths, max_length=8)
 
-    tokens, _ = jax.jit(widest)(source)
-    np.testing.assert_array_equal(np.asarray(tokens), np.asarray(widest(source)[0]))
+    tokens, search_scores = jax.jit(widest)(source)
+    rows = _Rows(lambda target_in: decode_at_widths(source, target_in)[0], 2)
+    want, want_scores, _ = reference._reference_nat_search(rows, range(2), widths[:, None], 1)
+    np.testing.assert_array_equal(np.asarray(tokens), want)
+    np.testing.assert_allclose(np.asarray(search_scores), want_scores, atol=1e-5)
 
-    # The CTC decoder: its one pass under jit equals its eager one and the whole model's.
+    # The CTC decoder: its one pass under jit equals the whole model's, and its search the
+    # collapse of the best path written out (tests/decoding/test_ctc.py).
+    from tests.decoding.test_ctc import BLANK, reference as collapsed
     from zoo.models.nat import nat_translator_search
+    from zoo.models.nat.config import MASK_ID
     from zoo.models.nat.inference import ctc_logits
 
+    assert BLANK == MASK_ID
     model = build_nat_translator(get_config("tiny", vocab_size=20, max_length=8, decoder="ctc"))
-    logits = np.asarray(ctc_logits(model, source))
-    np.testing.assert_allclose(logits, np.asarray(model({"source": source})["tokens"]), atol=1e-5)
+    logits = np.asarray(jax.jit(lambda source: ctc_logits(model, source))(source))
+    np.testing.assert_allclose(logits, np.asarray(jit_call(model, {"source": source})["tokens"]),
+                               atol=1e-5)  # fmt: skip
     search = nat_translator_search(model, "mask_predict", 8)
-    np.testing.assert_array_equal(np.asarray(jax.jit(search)(source)), np.asarray(search(source)))
+    want = [collapsed(row)[:8] for row in logits.argmax(-1).tolist()]
+    np.testing.assert_array_equal(np.asarray(jax.jit(search)(source)), want)
 
     # Its loss (the forward recursion in Keras ops) and gradient under jax.jit: NumPy's.
     from tests.training.test_ctc_loss import forward_nll, log_softmax, numeric_gradient
@@ -537,6 +566,19 @@ def _nat():
     loss, grad = value_and_grad(logits.astype("float32"))
     assert abs(float(loss) - numpy_loss(logits)) < 1e-4, (float(loss), numpy_loss(logits))
     np.testing.assert_allclose(np.asarray(grad), numeric_gradient(numpy_loss, logits), atol=1e-4)
+
+
+class _Rows:
+    """``decode`` (``(B, L)`` decoder inputs to logits, jitted) one sentence at a time, as the
+    NumPy references of tests/decoding/test_nat.py take a decoder: ``reference(target_in,
+    memory_row)`` gives row ``memory_row``'s ``(L, V)`` logits, in float64."""
+
+    def __init__(self, decode, batch):
+        self.decode, self.batch = decode, batch
+
+    def reference(self, target_in, memory_row):
+        rows = np.tile(np.asarray(target_in, "int32"), (self.batch, 1))
+        return np.asarray(self.decode(rows), "float64")[memory_row]
 
 
 def _dropout():
@@ -643,6 +685,10 @@ def run_parts():
     """Run every part on the JAX backend; print its marker line, and never stop at a failure."""
     assert keras.backend.backend() == "jax", keras.backend.backend()
     fresh = {module: module.RNG.bit_generator.state for module in _MODULES_WITH_RNG}
+    # The imports leave several hundred thousand long-lived objects. Frozen, they are not
+    # walked again by the collection of each part's clear_session (0.3 s each here) or by those
+    # while tracing, as tests/conftest.py does for the suite.
+    gc.freeze()
     for name, part in PARTS.items():
         for module, state in fresh.items():
             module.RNG.bit_generator.state = state

@@ -2,7 +2,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.harness import check_causal_leak, check_padding_leak, run_layer_test
+from tests.harness import check_causal_leak, check_padding_leak, fit_built, run_layer_test
 from zoo.layers import TransformerDecoderBlock, TransformerEncoderBlock
 from zoo.layers.attention import LinearAttention, get_attention
 from zoo.layers.attention.linear import kernel_attention
@@ -62,7 +62,7 @@ def encoder_loss_goes_down(attention, attention_kwargs=None, steps=12):
     )
     model = keras.Model(inputs, keras.layers.Dense(D)(block(inputs)))
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
-    losses = model.fit(x, y, batch_size=8, epochs=steps, verbose=0).history["loss"]
+    losses = fit_built(model, x, y, batch_size=8, epochs=steps, verbose=0).history["loss"]
     assert np.all(np.isfinite(losses)), losses
     assert losses[-1] < 0.5 * losses[0], losses
 

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.harness import check_causal_leak, check_padding_leak, run_layer_test
+from tests.harness import check_causal_leak, check_padding_leak, fit_built, run_layer_test
 from zoo.layers import TransformerDecoderBlock, TransformerEncoderBlock
 from zoo.layers.attention import LocalAttention, MultiHeadAttention, get_attention
 from zoo.layers.attention import local as local_module
@@ -124,7 +124,7 @@ def assert_encoder_learns(attention, attention_kwargs, steps=15):
     )(inputs)
     model = keras.Model(inputs, keras.layers.Dense(D)(hidden))
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
-    loss = model.fit(x, target, batch_size=8, epochs=steps, verbose=0).history["loss"]
+    loss = fit_built(model, x, target, batch_size=8, epochs=steps, verbose=0).history["loss"]
     assert np.all(np.isfinite(loss))
     assert loss[-1] < 0.7 * loss[0], f"the loss did not go down: {loss}"
 

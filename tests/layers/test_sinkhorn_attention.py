@@ -7,6 +7,7 @@ import pytest
 from tests.harness import check_causal_leak, check_padding_leak, run_layer_test
 from tests.layers.test_clustered_attention import assert_unsupported_inputs_raise
 from tests.layers.test_local_attention import (
+    _eager,
     assert_decoder_block_is_causal,
     assert_dropout_only_in_training,
     assert_dynamic_length_matches,
@@ -159,9 +160,15 @@ def test_the_layer_sorting_matrix_is_doubly_stochastic_over_real_blocks():
 @pytest.mark.parametrize("causal", [False, True])
 def test_equals_the_slow_reference(causal):
     assert get_attention("sinkhorn") is SinkhornAttention
+    assert_equals_the_slow_reference(causal)
+
+
+def assert_equals_the_slow_reference(causal, call=_eager):
+    """The layer equals :func:`_reference` at the real positions. ``call(layer, *inputs,
+    **kwargs)`` runs it (the JAX checks pass ``harness.jit_call``)."""
     layer = SinkhornAttention(num_heads=2, key_dim=4, block_size=BLOCK, sinkhorn_iterations=5)
     x = _x(B, T, D)
-    got = np.asarray(layer(x, padding_mask=PADDING, use_causal_mask=causal))
+    got = np.asarray(call(layer, x, padding_mask=PADDING, use_causal_mask=causal))
     want = _reference(layer, x, PADDING, causal, iterations=5)
     np.testing.assert_allclose(got[PADDING], want[PADDING], atol=1e-5)
 

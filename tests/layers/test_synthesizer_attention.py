@@ -5,6 +5,7 @@ import pytest
 
 from tests.harness import check_causal_leak, check_padding_leak, run_layer_test
 from tests.layers.test_local_attention import (
+    _eager,
     assert_decoder_block_is_causal,
     assert_dropout_only_in_training,
     assert_dynamic_length_matches,
@@ -82,16 +83,23 @@ def test_fixed_random_layer():
 @pytest.mark.parametrize("mode", ["dense", "random"])
 def test_equals_softmax_of_the_synthetic_logits_times_values(mode):
     assert get_attention("synthesizer") is SynthesizerAttention
+    assert_equals_the_definition(mode)
+
+
+def assert_equals_the_definition(mode, call=_eager):
+    """The layer (with an attention mask and padding, and causal) equals :func:`_reference`.
+    ``call(layer, *inputs, **kwargs)`` runs it (the JAX checks pass ``harness.jit_call``)."""
     layer = SynthesizerAttention(num_heads=2, key_dim=4, max_length=L, mode=mode)
     x = _x(B, T, D)
     mask = (RNG.random((B, T, T)) > 0.4) | np.eye(T, dtype=bool)
-    got, weights = layer(x, attention_mask=mask, padding_mask=PADDING, return_attention_scores=True)
+    got, weights = call(layer, x, attention_mask=mask, padding_mask=PADDING,
+                        return_attention_scores=True)  # fmt: skip
     want, want_weights = _reference(layer, x, mask & PADDING[:, None, :])
     np.testing.assert_allclose(np.asarray(weights), want_weights, atol=1e-5)
     np.testing.assert_allclose(np.asarray(got), want, atol=1e-5)
     causal = np.tril(np.ones((T, T), bool))[None].repeat(B, 0)
     want, _ = _reference(layer, x, causal)
-    np.testing.assert_allclose(np.asarray(layer(x, use_causal_mask=True)), want, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(call(layer, x, use_causal_mask=True)), want, atol=1e-5)
 
 
 def test_random_weights_do_not_depend_on_the_input():

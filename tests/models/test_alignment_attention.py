@@ -10,7 +10,6 @@ import tensorflow as tf
 
 from tests.models.test_translator_options import SOURCES, teacher_forced_input, tiny_translator
 from zoo.models import translator_config
-from zoo.models.nat import get_config as nat_config
 from zoo.models.translator import encode, init_caches, step, translator_layers
 from zoo.models.translator.stacks import cross_attention_of, decoder_stack
 from zoo.decoding import beam_search, greedy_search
@@ -101,5 +100,3 @@ def test_bad_cross_attention_settings_are_refused():
         translator_config("tiny", cross_attention="hard")
     with pytest.raises(ValueError, match="cross_attention_score must stay 'scaled_dot'"):
         translator_config("tiny", cross_attention="monotonic", cross_attention_score="dot")
-    with pytest.raises(ValueError, match="the NAT writes every position at once"):
-        nat_config("tiny", cross_attention="location_aware")

@@ -18,6 +18,7 @@ from zoo.models.nat import (
     nat_modes,
 )
 from zoo.models.translator import build_translator
+from zoo.models.translator import get_config as translator_config
 
 SOURCE = np.array([[5, 6, 7, 8, 3], [9, 10, 3, 0, 0]], "int32")
 TARGET_IN = np.array([[MASK_ID, 12, MASK_ID, 3], [MASK_ID, MASK_ID, 0, 0]], "int32")
@@ -44,7 +45,7 @@ def test_outputs_and_the_translators_layers(model):
     out = model({"source": SOURCE, "target_in": TARGET_IN})
     assert tuple(out["tokens"].shape) == (2, 4, 1000)
     assert tuple(out["length"].shape) == (2, 2 * 8 + 1)
-    translator = build_translator(get_config("tiny"))
+    translator = build_translator(translator_config("tiny"))
     shared = {layer.name for layer in translator.layers} - {"source", "target_in"}
     assert shared <= {layer.name for layer in model.layers}  # the same stacks, by name
     assert model.count_params() == translator.count_params() + 17 * (32 + 1)
@@ -144,7 +145,7 @@ def test_bad_config_is_named():
     with pytest.raises(ValueError, match="Unknown NAT translator preset 'huge'"):
         get_config("huge")
     with pytest.raises(ValueError, match="no NAT's backbone"):
-        nat_modes(build_translator(get_config("tiny")))
+        nat_modes(build_translator(translator_config("tiny")))
 
 
 @pytest.mark.parametrize("module", [nat_backbone, nat_inference, nat_serving])

@@ -10,7 +10,7 @@ from zoo.models import NATBackbone, NATTranslator, TranslatorPreprocessor, nat_c
 
 
 def test_the_backbone_config_is_its_architecture():
-    backbone = NATBackbone.from_training_config(nat_config("tiny", vocab_size=50, decoder="ctc"))
+    backbone = NATBackbone.from_architecture(nat_config("tiny", vocab_size=50, decoder="ctc"))
     saved = backbone.get_config()
     assert saved["decoder"] == "ctc" and saved["vocab_size"] == 50
     assert not {"learning_rate", "copy_mechanism", "scheduled_sampling"} & set(saved)
@@ -25,7 +25,7 @@ def test_the_backbone_config_is_its_architecture():
 def test_generate_after_load_model_and_no_fit_on_strings(tmp_path):
     texts = [s for pair in load_multi30k("val") for s in pair]
     vocabulary = train_sentencepiece(texts, tmp_path / "sp", vocab_size=400)
-    backbone = NATBackbone.from_training_config(nat_config("tiny", vocab_size=400))
+    backbone = NATBackbone.from_architecture(nat_config("tiny", vocab_size=400))
     nat = NATTranslator(backbone, TranslatorPreprocessor(vocabulary, max_length=48))
     expected = nat.generate(["A dog runs.", ""], iterations=2)
     nat.save(tmp_path / "nat.keras")

@@ -9,12 +9,11 @@ import numpy as np
 import pytest
 
 from tests.data.test_tagger_vocabulary import SENTENCES, VOCABULARY
-from tests.harness import load_in_fresh_process, run_on_jax
+from tests.harness import fit_built, load_in_fresh_process, run_on_jax
 from tests.models.tagger_reference import encode
 from zoo.data import UPOS_TAGS, TaggerVocabulary
 from zoo.data.tagger_vocabulary import OOV_ID
 from zoo.layers import CRFAccuracy, CRFLoss
-from zoo.models.training_config import TrainingConfig
 from zoo.models import (
     TAGGER_PRESETS,
     TaggerConfig,
@@ -39,12 +38,11 @@ def _inputs(sentences, length=None):
 def test_presets_are_derived_and_overridable():
     assert set(TAGGER_PRESETS) == {"tiny", "small"}
     small = tagger_config("small")
-    # The preset sets the training fields (TrainingConfig's, shared by every model); its model
-    # fields are the class's defaults.
-    assert isinstance(small, TrainingConfig)
-    training = {field.name for field in dataclasses.fields(TrainingConfig)}
-    assert small == TaggerConfig(**{name: getattr(small, name) for name in training})
-    assert (small.dropout, small.ema_momentum, small.epochs) == (0.3, 0.998, 16)
+    # The model's config is its architecture alone (how it trains is the task's): the preset
+    # sets the dropout, and the other fields are the class's defaults.
+    assert small == TaggerConfig(dropout=0.3)
+    assert not {"epochs", "learning_rate", "lowercase", "language"} & set(
+        TaggerConfig.__dataclass_fields__)
     assert small.num_tags == len(UPOS_TAGS) == 17
     assert (small.position, small.use_crf) == ("relative", True)
     assert 2 <= small.num_layers <= 4 and 128 <= small.d_model <= 256
@@ -170,7 +168,7 @@ def test_a_few_fit_steps_lower_the_loss(use_crf):
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         metric = keras.metrics.SparseCategoricalAccuracy(name="accuracy")
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=loss, metrics=[metric])
-    history = model.fit(inputs, encoded["upos"], batch_size=4, epochs=8, verbose=0).history
+    history = fit_built(model, inputs, encoded["upos"], batch_size=4, epochs=8, verbose=0).history
     assert history["loss"][-1] < 0.5 * history["loss"][0], history["loss"]
     assert history["accuracy"][-1] > history["accuracy"][0]
 

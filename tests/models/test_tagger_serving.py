@@ -33,7 +33,8 @@ from tests.models.test_tagger_task import (
 )
 from zoo.artifacts import serving_path
 from zoo.data import UPOS_TAGS, TaggerVocabulary, load_ud_english_ewt
-from zoo.models import Tagger, TaggerPreprocessor, build_tagger, tagger_config
+from zoo.models import Tagger, TaggerPreprocessor, build_tagger
+from zoo.tasks.tagging.config import get_config as tagger_config  # a run's: it trains
 from zoo.models.tagger import preprocessor as preprocessor_module
 from zoo.models.tagger import serving as serving_module
 from zoo.models.tagger.preprocessor import PYTHON_WHITESPACE, window_plan

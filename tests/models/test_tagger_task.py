@@ -13,10 +13,12 @@ import keras
 import numpy as np
 import pytest
 
+from tests.harness import fit_built
 from tests.models.tagger_reference import encode, tag_sentences
 from zoo.data import UPOS_TAGS, TaggerVocabulary, load_ud_english_ewt
 from zoo.layers import CRFLoss, crf_decode
-from zoo.models import Tagger, build_tagger, tagger_config
+from zoo.models import Tagger, build_tagger
+from zoo.tasks.tagging.config import get_config as tagger_config  # a run's: it trains
 from zoo.models.tagger import backbone as backbone_module
 from zoo.models.tagger import preprocessor as preprocessor_module
 from zoo.models.tagger import tagger as tagger_module
@@ -46,7 +48,7 @@ def trained_tagger(steps=40):
     labels = np.zeros(inputs["words"].shape, "int32")
     for b, sentence in enumerate(train[: 16 * steps]):
         labels[b, : len(sentence.upos)] = [UPOS_TAGS.index(tag) for tag in sentence.upos]
-    model.fit(inputs, labels, batch_size=16, epochs=1, shuffle=False, verbose=0)
+    fit_built(model, inputs, labels, batch_size=16, epochs=1, shuffle=False, verbose=0)
     return model
 
 
@@ -268,7 +270,7 @@ def test_fit_on_sentences_and_their_tags_lowers_the_loss(vocabulary):
     tags = {head: tf.ragged.constant([list(getattr(s, head)) for s in train])
             for head in ("upos", "xpos")}  # fmt: skip
     data = tf.data.Dataset.from_tensor_slices((sentences, tags)).batch(16)
-    history = tagger.fit(data, epochs=4, verbose=0).history
+    history = fit_built(tagger, data, epochs=4, verbose=0).history
     assert history["loss"][-1] < 0.8 * history["loss"][0], history["loss"]
     with pytest.raises(ValueError, match="lemma head's edit scripts"):
         tagger.preprocessor(tf.constant(sentences[:2]), {"lemma": tags["upos"][:2]})

@@ -20,7 +20,7 @@ def test_presets_are_derived_and_overridable():
     fast = translator_config("deep_shallow")  # small's width, a deep encoder, one decoder block
     assert dataclasses.replace(fast, encoder_layers=4, decoder_layers=4) == small
     assert (fast.encoder_layers, fast.decoder_layers) == (7, 1)
-    assert translator_config("small", epochs=3).epochs == 3
+    assert translator_config("small", d_model=64).d_model == 64
     with pytest.raises(dataclasses.FrozenInstanceError):
         small.d_model = 7
     with pytest.raises(ValueError, match="Unknown translator preset"):

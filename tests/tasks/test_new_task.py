@@ -22,7 +22,7 @@ import zoo_cli
 from zoo.tasks import table
 from zoo.export.folder import write_export
 from zoo.layers import TokenAndPositionEmbedding, TransformerEncoderBlock
-from zoo.models.training_config import TrainingConfig
+from zoo.training.config import TrainingConfig
 from zoo.tasks import Task, load
 from zoo.training import make_optimizer, train
 
@@ -69,8 +69,8 @@ class ParityServing(tf.Module):
 class ParityTask(Task):
     name = "parity"
     config_class = ParityConfig
-    model_presets = {"tiny": ParityConfig(epochs=3, learning_rate=1e-2, warmup_steps=10,
-                                    batch_tokens=256, dropout=0.0)}  # fmt: skip
+    run_presets = {"tiny": ParityConfig(epochs=3, learning_rate=1e-2, warmup_steps=10,
+                                    batch_tokens=256)}  # fmt: skip
     vocabulary_file = "digits.json"
     validation_split = "val"
     evaluation_splits = ("val",)

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from tests.harness import REPO_ROOT
 from zoo.data import SentencePieceTokenizer
-from zoo.models.training_config import TrainingConfig
+from zoo.training.config import TrainingConfig
 from zoo.tasks import TASKS, Task, get_task, load
 from zoo.training import train
 from zoo.training.average import average_checkpoints, epoch_checkpoints

@@ -8,6 +8,7 @@ import keras
 import numpy as np
 import pytest
 
+from tests.harness import fit_built
 from zoo.artifacts import (
     BACKUP_DIR,
     CHECKPOINT_FILE,
@@ -31,8 +32,8 @@ def _model():
 
 def _fit(model, workdir, epochs, extra=()):
     x = np.random.default_rng(0).normal(size=(8 * BATCHES, 3)).astype("float32")
-    return model.fit(x, x.sum(axis=1), batch_size=8, epochs=epochs, shuffle=False, verbose=0,
-                     callbacks=standard_callbacks(workdir, extra=extra))
+    return fit_built(model, x, x.sum(axis=1), batch_size=8, epochs=epochs, shuffle=False,
+                     verbose=0, callbacks=standard_callbacks(workdir, extra=extra))
 
 
 def _backup_epoch(workdir):

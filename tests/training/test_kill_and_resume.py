@@ -20,7 +20,7 @@ import pytest
 from tests.harness import REPO_ROOT
 from zoo.artifacts import BACKUP_DIR, SENTENCEPIECE_FILE
 from zoo.data import ParallelCorpus, load_multi30k
-from zoo.models.translator import get_config
+from zoo.tasks.translation.config import get_config
 from zoo.tasks import get_task
 from zoo.training import train
 

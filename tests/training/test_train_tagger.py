@@ -10,7 +10,7 @@ import pytest
 
 from tests.harness import CrashAtEpoch
 from zoo.data import load_ud_english_ewt
-from zoo.models.tagger import get_config
+from zoo.tasks.tagging.config import get_config
 from zoo.tasks import get_task
 from zoo.training import train
 from zoo.training.callbacks import BestCheckpoint
@@ -99,5 +99,5 @@ def test_xpos_head_softmax_and_weight_averaging(tmp_path):
 
 
 def test_train_tagger_rejects_a_non_config(tmp_path):
-    with pytest.raises(TypeError, match="TaggerConfig"):
+    with pytest.raises(TypeError, match="TaggerRun"):
         train(TAGGER, {"d_model": 8}, str(tmp_path))

@@ -184,7 +184,6 @@ class TaggerVocabulary:
             "word_vocab_size": self.word_vocab_size,
             "char_vocab_size": self.char_vocab_size,
             "max_word_length": self.max_word_length,
-            "lowercase": self.lowercase,
         }
 
     # ------------------------------------------------------------ lookups

@@ -1,13 +1,15 @@
 """The base of zoo's backbones: a keras-hub ``Backbone`` whose config is its architecture."""
 
+import dataclasses
+
 from keras_hub.models import Backbone
 
 __all__ = ["ArchitectureBackbone"]
 
 
 class ArchitectureBackbone(Backbone):
-    """A keras-hub backbone whose config is its architecture: the :attr:`architecture_fields`
-    of :attr:`config_class`, whose checks name a bad argument and whose defaults fill the
+    """A keras-hub backbone whose config is its architecture: the fields of the model's config,
+    :attr:`config_class`, whose checks name a bad argument and whose defaults fill the
     others. A subclass makes its layers and its graph in :meth:`build_graph`, and reads the
     layers it returns (:attr:`parts`) by role, never by name. A Functional model's weights are
     saved by its graph's layers, in the order they are called, so the weights files of zoo
@@ -15,11 +17,10 @@ class ArchitectureBackbone(Backbone):
     """
 
     config_class = None
-    architecture_fields = ()
     default_name = None
 
     def __init__(self, name=None, dtype=None, **kwargs):
-        architecture = {field: kwargs.pop(field) for field in self.architecture_fields
+        architecture = {field: kwargs.pop(field) for field in self.architecture_fields()
                         if field in kwargs}  # fmt: skip
         inputs, outputs, parts = self.build_graph(self.config_class(**architecture))
         super().__init__(inputs=inputs, outputs=outputs, name=name or self.default_name,
@@ -34,9 +35,15 @@ class ArchitectureBackbone(Backbone):
         raise NotImplementedError
 
     @classmethod
-    def from_training_config(cls, config, name=None):
-        """The backbone of a training config's architecture."""
-        return cls(**{field: getattr(config, field) for field in cls.architecture_fields},
+    def architecture_fields(cls):
+        """The backbone's arguments: the names of its model config's fields."""
+        return tuple(field.name for field in dataclasses.fields(cls.config_class))
+
+    @classmethod
+    def from_architecture(cls, config, name=None):
+        """The backbone of a config's architecture: a model config, or a run's config, which
+        holds one."""
+        return cls(**{field: getattr(config, field) for field in cls.architecture_fields()},
                    name=name)  # fmt: skip
 
     @classmethod
@@ -48,7 +55,7 @@ class ArchitectureBackbone(Backbone):
             model: the ``keras.Model`` of its ``model.keras`` file.
             config: the training config of its workdir's ``config.json``.
         """
-        backbone = cls.from_training_config(config, name=model.name)
+        backbone = cls.from_architecture(config, name=model.name)
         old = [weight.path for weight in model.weights]
         new = [weight.path for weight in backbone.weights]
         if old != new:

@@ -39,9 +39,10 @@ class Task:
         name: the task's name on the command line, and its row in the table of tasks
             (:mod:`zoo.tasks.table`); also the ``name`` of the Keras model that
             :meth:`build_model` returns, which is how a saved model names its task.
-        config_class: the frozen dataclass of the model's config.
-        model_presets: the model's ``{name: config}``; :attr:`presets` are those of them
-            that its row offers.
+        config_class: the frozen dataclass of a run's config: the model's architecture
+            (its backbone's arguments) and the task's training config.
+        run_presets: ``{name: config}``; :attr:`presets` are those of them that its row
+            offers.
         vocabulary_file: the vocabulary's file name in a workdir and an export folder (from
             :mod:`zoo.artifacts`).
         train_split, validation_split: the splits ``train()`` reads by default (the first
@@ -55,7 +56,7 @@ class Task:
 
     name = None
     config_class = None
-    model_presets = {}
+    run_presets = {}
     vocabulary_file = None
     train_split = "train"
     validation_split = None
@@ -64,7 +65,7 @@ class Task:
 
     @property
     def presets(self):
-        return {name: self.model_presets[name] for name in TABLE[self.name]["presets"]}
+        return {name: self.run_presets[name] for name in TABLE[self.name]["presets"]}
 
     @property
     def splits(self):

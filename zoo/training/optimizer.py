@@ -10,8 +10,8 @@ __all__ = ["make_optimizer"]
 def make_optimizer(config):
     """AdamW with the inverse-sqrt warm-up schedule and gradient clipping, from ``config``.
 
-    ``config`` is a :class:`~zoo.models.training_config.TrainingConfig` (every model's config
-    is one): ``learning_rate`` (the peak), ``warmup_steps``, ``weight_decay``, ``clipnorm``,
+    ``config`` is a :class:`~zoo.training.config.TrainingConfig` (every run's config is
+    one): ``learning_rate`` (the peak), ``warmup_steps``, ``weight_decay``, ``clipnorm``,
     ``gradient_accumulation_steps`` and ``ema_momentum`` (nonzero: keep an exponential moving
     average of the weights; ``train()`` then evaluates and checkpoints the average).
 

@@ -79,7 +79,9 @@ def check_config(config, workdir):
         # added to the config class since the workdir was made counts at its default.
         defaults = {field.name: field.default for field in dataclasses.fields(config)}
         # A field since removed counts as absent at the value that meant "as now".
-        saved = {k: v for k, v in saved.items() if k in defaults or _REMOVED_FIELDS.get(k) != v}
+        retired = {**_REMOVED_FIELDS, **getattr(config, "retired_fields", {})}
+        saved = {k: v for k, v in saved.items()
+                 if k in defaults or k not in retired or retired[k] != v}  # fmt: skip
         changed = sorted(
             k for k in set(saved) | set(fields)
             if k not in _RESUMABLE_FIELDS and saved.get(k, defaults.get(k)) != fields.get(k)

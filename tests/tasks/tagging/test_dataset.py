@@ -3,7 +3,7 @@
 import tensorflow as tf
 
 from zoo.data import DataPart, TaggerVocabulary, load_ud_english_ewt
-from zoo.models.tagger import get_config
+from zoo.tasks.tagging.config import get_config
 from zoo.tasks import get_task
 
 TAGGER = get_task("tagger")

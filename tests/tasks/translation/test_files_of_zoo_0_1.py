@@ -23,7 +23,7 @@ def old_workdir(tmp_path_factory):
     shutil.copy(train_sentencepiece(texts, folder / "sp", vocab_size=400),
                 folder / SENTENCEPIECE_FILE)  # fmt: skip
     config = translator_config("tiny", vocab_size=400)
-    backbone = TranslatorBackbone.from_training_config(config)
+    backbone = TranslatorBackbone.from_architecture(config)
     # What 0.1.0's builder saved: a plain functional model of the same layers.
     keras.Model(backbone.input, backbone.output, name="translator").save(folder / MODEL_FILE)
     (folder / CONFIG_FILE).write_text(json.dumps(dataclasses.asdict(config)))

@@ -18,23 +18,12 @@ from zoo.layers import (
 )
 from zoo.models.nat.config import COPY_LAYER, CTC_LAYER, CTC_OUTPUT, MASK_ID, NATConfig
 from zoo.models.backbone import ArchitectureBackbone
-from zoo.models.translator.backbone import ARCHITECTURE_FIELDS
+from zoo.models.translator.config import TranslatorConfig, seq2seq_fields
 from zoo.models.translator.stacks import decoder_stack, encoder_stack, make_translator_layers
 
 __all__ = [
-    "NAT_ARCHITECTURE_FIELDS", "NATBackbone", "NATLayers", "build_nat_translator",
-    "nat_decoder_stack",
+    "NATBackbone", "NATLayers", "build_nat_translator", "nat_decoder_stack",
 ]  # fmt: skip
-
-# The NAT's architecture: the translator's, less what it refuses (a left-to-right decoder's
-# techniques), and its own fields.
-NAT_ARCHITECTURE_FIELDS = tuple(
-    field for field in ARCHITECTURE_FIELDS
-    if not field.startswith(("scheduled_sampling", "guided_attention", "copy_mechanism",
-                             "cross_attention"))
-) + ("cross_attention_score", "decoder_input", "length_mode", "decoder", "ctc_upsample",
-     "glancing_ratio", "glancing_ratio_end", "glancing_anneal_steps", "max_offset")  # fmt: skip
-
 
 @dataclasses.dataclass(frozen=True)
 class NATLayers:
@@ -49,7 +38,7 @@ class NATLayers:
 
 def build_nat_translator(config):
     """A new :class:`NATBackbone` of a :class:`NATConfig`."""
-    return NATBackbone.from_training_config(config)
+    return NATBackbone.from_architecture(config)
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -67,9 +56,8 @@ class NATBackbone(ArchitectureBackbone):
     ``glancing_ratio`` reads the gold target as ``target_in`` too (to align and reveal it).
 
     Args:
-        **architecture: the fields of :class:`NATConfig` named in
-            :data:`NAT_ARCHITECTURE_FIELDS` (see it for each one's meaning); the others at
-            its defaults.
+        **architecture: the fields of :class:`NATConfig` (see it for each one's meaning); the
+            others at its defaults.
         name: the model's name, ``"nat"`` (the task's).
 
     Call arguments:
@@ -84,7 +72,7 @@ class NATBackbone(ArchitectureBackbone):
 
     Example:
         >>> from zoo.models.nat import NATBackbone, get_config
-        >>> model = NATBackbone.from_training_config(get_config("tiny"))
+        >>> model = NATBackbone.from_architecture(get_config("tiny"))
         >>> {name: tuple(output.shape) for name, output in sorted(model.output.items())}
         {'length': (None, 17), 'tokens': (None, None, 1000)}
 
@@ -94,12 +82,12 @@ class NATBackbone(ArchitectureBackbone):
     """
 
     config_class = NATConfig
-    architecture_fields = NAT_ARCHITECTURE_FIELDS
     default_name = "nat"
 
     @staticmethod
     def build_graph(config):
-        layers = make_translator_layers(config)
+        # The translator's layers of the shared architecture (its decoder's own options off).
+        layers = make_translator_layers(TranslatorConfig(**seq2seq_fields(config)))
         inputs, outputs, own_layers = _nat_graph(config, layers)
         return inputs, outputs, (layers, own_layers)
 

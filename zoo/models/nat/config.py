@@ -1,4 +1,5 @@
-"""The NAT's config: a translator's, and what the non-autoregressive model adds; its presets."""
+"""The NAT's architecture: the encoder-decoder the translator shares, and what the
+non-autoregressive model adds; its presets."""
 
 import dataclasses
 from dataclasses import dataclass
@@ -6,7 +7,7 @@ from dataclasses import dataclass
 from zoo.layers.length_predictor import LENGTH_MODES
 from zoo.models.presets import from_presets
 from zoo.models.translator import PRESETS as TRANSLATOR_PRESETS
-from zoo.models.translator import TranslatorConfig
+from zoo.models.translator.config import Seq2SeqConfig, seq2seq_fields
 
 __all__ = [
     "DECODERS", "DECODER_INPUTS", "LENGTH_MODES", "MASK_ID", "PRESETS", "NATConfig", "get_config",
@@ -21,10 +22,12 @@ COPY_LAYER = "source_copy"  # the UniformCopy layer: its presence means decoder_
 
 
 @dataclass(frozen=True)
-class NATConfig(TranslatorConfig):
-    """A :class:`~zoo.models.TranslatorConfig` and what the non-autoregressive model adds.
+class NATConfig(Seq2SeqConfig):
+    """The NAT's architecture, the arguments of its backbone: the encoder-decoder of
+    :class:`~zoo.models.translator.config.Seq2SeqConfig` (the translator's, without its
+    left-to-right decoder's options) and what the non-autoregressive model adds.
 
-    Model:
+    Args:
         decoder: ``"cmlm"``, a conditional masked language model with a length predictor,
             refined by Mask-Predict; or ``"ctc"``: the decoder reads the source upsampled
             ``ctc_upsample`` times (:class:`~zoo.layers.SourceUpsampling`), is trained with
@@ -65,10 +68,6 @@ class NATConfig(TranslatorConfig):
         max_offset: K of the length predictor: target lengths from ``source - K`` to
             ``source + K`` (in pieces, EOS included) are told apart. With ``"max"``, the room
             a target has beyond its source.
-
-    Training:
-        length_loss_weight: the weight of the length predictor's cross entropy beside the
-            tokens' (fairseq's default, 0.1).
     """
 
     decoder_input: str = "mask"
@@ -79,34 +78,9 @@ class NATConfig(TranslatorConfig):
     glancing_ratio_end: float | None = None
     glancing_anneal_steps: int = 4000
     max_offset: int = 24
-    length_loss_weight: float = 0.1
 
     def __post_init__(self):
         super().__post_init__()
-        if self.scheduled_sampling != "none":
-            raise ValueError(
-                "Scheduled sampling mixes a left-to-right decoder's own predictions into its "
-                f"input; the NAT has none: scheduled_sampling must be 'none', got "
-                f"{self.scheduled_sampling!r}."
-            )
-        if self.copy_mechanism:
-            raise ValueError(
-                "The copy mechanism of the translator mixes copies into a left-to-right "
-                "decoder's output, through its step function; the NAT has none: "
-                "copy_mechanism must be False."
-            )
-        if self.cross_attention != "mha":
-            raise ValueError(
-                "Location-aware and monotonic cross attention follow where a left-to-right "
-                "decoder's earlier steps attended; the NAT writes every position at once: "
-                f"cross_attention must be 'mha', got {self.cross_attention!r}."
-            )
-        if self.cross_attention_layers != "last":
-            # The length predictor and the decoder read one encoder output.
-            raise ValueError(
-                f"The NAT reads the encoder's last layer: cross_attention_layers must be "
-                f"'last', got {self.cross_attention_layers!r}."
-            )
         for field, value, choices in (
             ("decoder_input", self.decoder_input, DECODER_INPUTS),
             ("length_mode", self.length_mode, LENGTH_MODES),
@@ -141,7 +115,7 @@ class NATConfig(TranslatorConfig):
 # The translator's presets with the NAT's defaults: the same shapes, so a NAT and its teacher
 # compare at equal size.
 PRESETS = {
-    name: NATConfig(**dataclasses.asdict(TRANSLATOR_PRESETS[name])) for name in ("tiny", "small")
+    name: NATConfig(**seq2seq_fields(TRANSLATOR_PRESETS[name])) for name in ("tiny", "small")
 }
 PRESETS["tiny"] = dataclasses.replace(PRESETS["tiny"], max_offset=8)
 

@@ -17,17 +17,9 @@ from zoo.models.backbone import ArchitectureBackbone
 from zoo.models.tagger.config import HEAD_SIZES, TaggerConfig
 
 __all__ = [
-    "TAGGER_ARCHITECTURE_FIELDS", "TaggerBackbone", "TaggerHead", "build_tagger", "tagger_heads",
+    "TaggerBackbone", "TaggerHead", "build_tagger", "tagger_heads",
 ]
 
-# The fields of a TaggerConfig that make the architecture: the backbone's arguments.
-TAGGER_ARCHITECTURE_FIELDS = (
-    "word_vocab_size", "char_vocab_size", "max_word_length", "max_length", "num_tags",
-    "num_xpos_tags", "num_feats_tags", "num_lemma_scripts", "d_model", "num_heads", "ff_dim",
-    "num_layers", "activation", "normalize_first", "position", "max_relative_position",
-    "char_embedding_dim", "char_filters", "char_kernel_size", "use_crf", "dropout",
-    "attention_dropout",
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -68,9 +60,8 @@ class TaggerBackbone(ArchitectureBackbone):
     ``encoder_norm``, ``{head}_logits`` and ``{head}_crf``.
 
     Args:
-        **architecture: the fields of :class:`~zoo.models.tagger.TaggerConfig` named in
-            :data:`TAGGER_ARCHITECTURE_FIELDS` (see it for each one's meaning), the others at
-            its defaults.
+        **architecture: the fields of :class:`~zoo.models.tagger.TaggerConfig` (see it for each
+            one's meaning), the others at its defaults.
         name: the model's name, ``"tagger"`` (the task's).
 
     Call arguments:
@@ -84,7 +75,7 @@ class TaggerBackbone(ArchitectureBackbone):
 
     Example:
         >>> from zoo.models.tagger import get_config
-        >>> backbone = TaggerBackbone.from_training_config(get_config("tiny", num_xpos_tags=5))
+        >>> backbone = TaggerBackbone.from_architecture(get_config("tiny", num_xpos_tags=5))
         >>> backbone.heads["upos"], backbone.heads["xpos"].num_tags
         (TaggerHead(num_tags=17, use_crf=True), 5)
 
@@ -94,7 +85,6 @@ class TaggerBackbone(ArchitectureBackbone):
     """
 
     config_class = TaggerConfig
-    architecture_fields = TAGGER_ARCHITECTURE_FIELDS
     default_name = "tagger"
 
     @property
@@ -154,7 +144,7 @@ class TaggerBackbone(ArchitectureBackbone):
 
 def build_tagger(config, name=None):
     """A new :class:`TaggerBackbone` of a training config's architecture."""
-    return TaggerBackbone.from_training_config(config, name=name)
+    return TaggerBackbone.from_architecture(config, name=name)
 
 
 def tagger_heads(model):

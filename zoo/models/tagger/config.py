@@ -3,7 +3,6 @@
 from dataclasses import dataclass, replace
 
 from zoo.models.presets import from_presets
-from zoo.models.training_config import TrainingConfig
 
 __all__ = ["CRF_HEADS", "HEAD_SIZES", "HEADS", "NUM_UPOS_TAGS", "POSITIONS", "PRESETS", "TaggerConfig", "get_config"]
 
@@ -22,9 +21,9 @@ CRF_HEADS = ("upos", "xpos")
 
 
 @dataclass(frozen=True)
-class TaggerConfig(TrainingConfig):
-    """Everything that defines a tagger and how it trains (the training fields are
-    :class:`~zoo.models.training_config.TrainingConfig`'s; the ``small`` preset sets them).
+class TaggerConfig:
+    """The tagger's architecture, the arguments of its backbone (how it trains, and its
+    vocabulary's and data's settings, are the tagging task's training config).
 
     Inputs (take the first three from the vocabulary: ``vocabulary.config_overrides()``):
         word_vocab_size: words in the word vocabulary, with the padding (0) and OOV (1) ids.
@@ -59,18 +58,7 @@ class TaggerConfig(TrainingConfig):
         use_crf: CRF heads for UPOS and XPOS (the model outputs potentials ``(B, T, K, K)``;
             train with ``zoo.layers.CRFLoss``, decode with Viterbi) instead of softmax logits
             ``(B, T, K)``; the FEATS and lemma heads are softmax heads either way.
-
-    Data (recorded in the workdir and the export; read from a UD file name, or given):
-        language: the treebank's language (``en``).
-        treebank: the treebank's name (``EWT``).
-
-    Training (read by the tagger's trainer and vocabulary building):
-        lowercase: lowercase words before the word-vocabulary lookup (characters keep case).
-        min_word_count: words seen fewer times in training are OOV; the training singletons
-            that become OOV teach the model to tag from characters alone.
-        word_dropout: the probability with which the training pipeline replaces a word id by
-            the OOV id (1), so that every word is also learned from its characters (Kiperwasser
-            & Goldberg 2016, Plank et al. 2016). Not applied by the model.
+        dropout, attention_dropout: residual (and embedding) dropout, attention-weight dropout.
     """
 
     word_vocab_size: int = 10_000
@@ -93,14 +81,10 @@ class TaggerConfig(TrainingConfig):
     char_filters: int = 256
     char_kernel_size: int | tuple = 3
     use_crf: bool = True
-    lowercase: bool = True
-    min_word_count: int = 2
-    word_dropout: float = 0.25
-    language: str = "en"
-    treebank: str = "EWT"
+    dropout: float = 0.1
+    attention_dropout: float = 0.1
 
     def __post_init__(self):
-        super().__post_init__()
         if isinstance(self.char_kernel_size, list):  # read back from config.json
             object.__setattr__(self, "char_kernel_size", tuple(self.char_kernel_size))
         if self.position not in POSITIONS:
@@ -126,17 +110,7 @@ class TaggerConfig(TrainingConfig):
 # bigrams; averaged weights, because the raw ones overfit. The measurements behind these choices
 # and the shipped model's scores are in saved_models/tagger-en-ewt/MODEL_CARD.md.
 # `tiny` is for tests and demos.
-PRESETS = {
-    "small": TaggerConfig(
-        dropout=0.3,
-        label_smoothing=0.0,
-        learning_rate=2e-3,
-        warmup_steps=400,
-        ema_momentum=0.998,
-        batch_tokens=1024,
-        epochs=16,
-    )
-}
+PRESETS = {"small": TaggerConfig(dropout=0.3)}
 PRESETS["tiny"] = replace(
     PRESETS["small"],
     word_vocab_size=200,
@@ -152,10 +126,6 @@ PRESETS["tiny"] = replace(
     max_relative_position=4,
     char_embedding_dim=8,
     char_filters=16,
-    ema_momentum=0.0,  # a few hundred steps: the average would lag far behind
-    warmup_steps=20,
-    batch_tokens=256,
-    epochs=2,
 )
 
 

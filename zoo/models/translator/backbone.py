@@ -17,27 +17,16 @@ from zoo.models.translator.stacks import (
     make_translator_layers,
 )
 
-__all__ = ["ARCHITECTURE_FIELDS", "TranslatorBackbone", "build_translator"]
-
-# The fields of a TranslatorConfig that make the architecture: the backbone's arguments.
-ARCHITECTURE_FIELDS = (
-    "vocab_size", "max_length", "d_model", "num_heads", "ff_dim", "encoder_layers",
-    "decoder_layers", "dropout", "attention_dropout", "activation_dropout", "activation",
-    "normalize_first", "position", "attention", "share_embeddings", "cross_attention_score",
-    "cross_attention", "cross_attention_layers", "copy_mechanism", "scheduled_sampling",
-    "scheduled_sampling_k", "scheduled_sampling_c", "scheduled_sampling_min",
-    "guided_attention_weight", "guided_attention_decay", "guided_attention_sigma",
-)  # fmt: skip
-
+__all__ = ["TranslatorBackbone", "build_translator"]
 
 @keras.saving.register_keras_serializable(package="zoo")
 class TranslatorBackbone(ArchitectureBackbone):
     """The encoder-decoder transformer: ``{"source", "target_in"}`` token ids -> target logits.
 
     Args:
-        **architecture: the fields of :class:`~zoo.models.translator.TranslatorConfig` named in
-            :data:`ARCHITECTURE_FIELDS` (``vocab_size``, ``d_model``, ...; see it for each
-            one's meaning), the others at its defaults.
+        **architecture: the fields of :class:`~zoo.models.translator.TranslatorConfig`
+            (``vocab_size``, ``d_model``, ...; see it for each one's meaning), the others at its
+            defaults.
         name: the model's name (the task's: ``"translator"``, ``"transliterator"``).
 
     Call arguments:
@@ -48,7 +37,7 @@ class TranslatorBackbone(ArchitectureBackbone):
 
     Example:
         >>> from zoo.models.translator import TranslatorBackbone, get_config
-        >>> backbone = TranslatorBackbone.from_training_config(get_config("tiny"))
+        >>> backbone = TranslatorBackbone.from_architecture(get_config("tiny"))
         >>> backbone.output_shape
         (None, None, 1000)
         >>> backbone.roles.num_caches
@@ -59,7 +48,6 @@ class TranslatorBackbone(ArchitectureBackbone):
     """
 
     config_class = TranslatorConfig
-    architecture_fields = ARCHITECTURE_FIELDS
     default_name = "translator"
 
     @property
@@ -99,4 +87,4 @@ class TranslatorBackbone(ArchitectureBackbone):
 def build_translator(config, name=None):
     """A new :class:`TranslatorBackbone` of a training config's architecture (``name``: the
     task's, by default ``"translator"``)."""
-    return TranslatorBackbone.from_training_config(config, name=name)
+    return TranslatorBackbone.from_architecture(config, name=name)

@@ -1,30 +1,32 @@
-"""The translator's config and its named presets (``tiny`` for tests, ``demo``, ``small``, ``base``)."""
+"""The translator's architecture and its named presets (``tiny`` for tests, ``demo``, ``small``,
+``base``): what its backbone is built from. How it trains is the task's training config."""
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from zoo.layers.attention.scaled_dot_product import SCORE_FUNCTIONS
 from zoo.layers.scheduled_sampling import SCHEDULES, check_schedule
 from zoo.models.presets import from_presets
-from zoo.models.training_config import TrainingConfig
 
-LONG_PAIRS = ("skip", "truncate")  # what training does with a pair over max_length
-
-__all__ = ["CROSS_ATTENTIONS", "LONG_PAIRS", "PRESETS", "TranslatorConfig", "get_config"]
+__all__ = [
+    "CROSS_ATTENTIONS", "PRESETS", "Seq2SeqConfig", "TranslatorConfig", "get_config",
+    "seq2seq_fields",
+]  # fmt: skip
 
 # The cross attentions a translator's decoder blocks can use (zoo/layers/attention/).
 CROSS_ATTENTIONS = ("mha", "location_aware", "monotonic")
 
 
 @dataclass(frozen=True)
-class TranslatorConfig(TrainingConfig):
-    """Everything that defines a translator and how it trains (the training fields are
-    :class:`~zoo.models.training_config.TrainingConfig`'s).
+class Seq2SeqConfig:
+    """The architecture that the translator and the NAT share: an encoder-decoder transformer,
+    the arguments of its backbone.
 
-    Model:
+    Args:
         vocab_size: size of the joint source/target SentencePiece vocabulary.
         max_length: the longest source or target sequence, in tokens (longer input is truncated).
         d_model, num_heads, ff_dim: sizes of every block.
         encoder_layers, decoder_layers: depth of each stack.
+        dropout, attention_dropout: residual (and embedding) dropout, attention-weight dropout.
         activation_dropout: dropout on the feed-forward network's inner activations.
         activation: the feed-forward activation (``relu``, ``gelu``, ``swiglu``, ...).
         normalize_first: pre-LN blocks (with a final norm after each stack) when True.
@@ -35,6 +37,44 @@ class TranslatorConfig(TrainingConfig):
             ``"scaled_dot"`` (Vaswani et al. 2017), ``"dot"`` (Luong et al. 2015),
             ``"cosine"`` or ``"additive"`` (Bahdanau et al. 2015). Self-attention keeps the
             scaled dot product.
+    """
+
+    vocab_size: int = 8000
+    max_length: int = 128
+    d_model: int = 128
+    num_heads: int = 4
+    ff_dim: int = 256
+    encoder_layers: int = 4
+    decoder_layers: int = 4
+    dropout: float = 0.1
+    attention_dropout: float = 0.1
+    activation_dropout: float = 0.0
+    activation: str = "relu"
+    normalize_first: bool = True
+    position: str = "sinusoidal"
+    attention: str = "mha"
+    share_embeddings: bool = True
+    cross_attention_score: str = "scaled_dot"
+
+    def __post_init__(self):
+        if self.cross_attention_score not in SCORE_FUNCTIONS:
+            raise ValueError(
+                f"Unknown cross_attention_score {self.cross_attention_score!r}; expected one "
+                f"of {SCORE_FUNCTIONS}."
+            )
+
+
+def seq2seq_fields(config):
+    """The :class:`Seq2SeqConfig` fields of ``config`` (a translator's or a NAT's), by name."""
+    return {field.name: getattr(config, field.name) for field in fields(Seq2SeqConfig)}
+
+
+@dataclass(frozen=True)
+class TranslatorConfig(Seq2SeqConfig):
+    """The translator's architecture, the arguments of its backbone: :class:`Seq2SeqConfig`'s
+    and the left-to-right decoder's own (how it trains is the task's training config).
+
+    Args:
         cross_attention: the decoder's cross attention, for tasks whose alignment moves left
             to right: ``"mha"``; ``"location_aware"``, whose scores add features of the
             attention so far (Chorowski et al. 2015; :class:`~zoo.layers.attention.
@@ -49,8 +89,7 @@ class TranslatorConfig(TrainingConfig):
             2018; :class:`~zoo.layers.LayerMix`). A tuple of one index per decoder block: the
             output it reads, 0 the embeddings and ``encoder_layers`` the last block. In pre-LN
             models the encoder's final norm normalizes what each block reads (the mix, or the
-            chosen output), so that index ``encoder_layers`` is the default model. The NAT
-            refuses anything but ``"last"``.
+            chosen output), so that index ``encoder_layers`` is the default model.
         copy_mechanism: a pointer-generator on the output (See et al. 2017;
             :class:`~zoo.layers.PointerGenerator`): a one-head copy attention over the
             encoder output (the last decoder block's, when the blocks read chosen layers)
@@ -58,8 +97,6 @@ class TranslatorConfig(TrainingConfig):
             of source tokens. The model's outputs are then log-probabilities, which the loss
             and the searches read as logits. Copying is piece by piece (byte pieces, with the
             byte fallback).
-
-    Training:
         scheduled_sampling: ``"none"``, or the decay of the gold-token probability of
             two-pass scheduled sampling (:class:`~zoo.layers.ScheduledSampling`):
             ``"linear"``, ``"exponential"`` or ``"inverse_sigmoid"``. The model then runs its
@@ -67,7 +104,7 @@ class TranslatorConfig(TrainingConfig):
             pass's argmax predictions (no gradient through the first pass), and counts its
             training steps in a saved weight (a resumed run goes on with the schedule). At
             inference its outputs are the plain translator's, and decoding never runs the
-            first pass. The NAT refuses it.
+            first pass.
         scheduled_sampling_k, scheduled_sampling_c, scheduled_sampling_min: the schedule's
             ``k`` (None: the schedule's default; exponential ``0 < k <= 1``, inverse sigmoid
             ``k >= 1``), the linear slope ``c`` and the floor under every schedule
@@ -77,42 +114,11 @@ class TranslatorConfig(TrainingConfig):
             :class:`~zoo.layers.GuidedAttention`), for monotonic tasks.
         guided_attention_decay: the loss weight's factor per training step (1: constant).
         guided_attention_sigma: the width of the diagonal band that goes unpenalised.
-        bucket_width: the length step between the batches' length buckets. Under XLA each
-            bucket is one padded shape, so one compiled program: wider buckets mean fewer
-            compilations (what a short run spends its time on) and more padding.
-        vocab_sample_size: at most this many sentences, a uniform random sample of the
-            training corpus, learn the SentencePiece model.
-        source_lang, target_lang: the languages of the data (codes such as ``en``, ``cs``,
-            ``zh``): recorded in the workdir and the export, and sacreBLEU's tokenizer follows
-            the target's. The defaults are the bundled Multi30k's.
-        shuffle_buffer: the training pairs in one shuffle window, and the lines of a piece of
-            a file that an epoch reads in a drawn order (:class:`zoo.data.ParallelCorpus`).
-        long_pairs: what training does with a pair over ``max_length``: ``"skip"`` it (and
-            count it), or ``"truncate"`` it. Validation always truncates, so every pair counts.
     """
 
-    vocab_size: int = 8000
-    max_length: int = 128
-    d_model: int = 128
-    num_heads: int = 4
-    ff_dim: int = 256
-    encoder_layers: int = 4
-    decoder_layers: int = 4
-    activation_dropout: float = 0.0
-    activation: str = "relu"
-    normalize_first: bool = True
-    position: str = "sinusoidal"
-    attention: str = "mha"
-    share_embeddings: bool = True
-    bucket_width: int = 8
-    vocab_sample_size: int = 1_000_000
-    source_lang: str = "en"
-    target_lang: str = "de"
-    shuffle_buffer: int = 100_000
-    long_pairs: str = "skip"
-    cross_attention_score: str = "scaled_dot"
     cross_attention: str = "mha"
     cross_attention_layers: str | tuple = "last"
+    copy_mechanism: bool = False
     scheduled_sampling: str = "none"
     scheduled_sampling_k: float | None = None
     scheduled_sampling_c: float = 1e-4
@@ -120,15 +126,9 @@ class TranslatorConfig(TrainingConfig):
     guided_attention_weight: float = 0.0
     guided_attention_decay: float = 1.0
     guided_attention_sigma: float = 0.2
-    copy_mechanism: bool = False
 
     def __post_init__(self):
         super().__post_init__()
-        if self.cross_attention_score not in SCORE_FUNCTIONS:
-            raise ValueError(
-                f"Unknown cross_attention_score {self.cross_attention_score!r}; expected one "
-                f"of {SCORE_FUNCTIONS}."
-            )
         if self.cross_attention not in CROSS_ATTENTIONS:
             raise ValueError(
                 f"Unknown cross_attention {self.cross_attention!r}; expected one of "
@@ -139,8 +139,6 @@ class TranslatorConfig(TrainingConfig):
                 "cross_attention='monotonic' scores with the scaled dot product: "
                 f"cross_attention_score must stay 'scaled_dot', got {self.cross_attention_score!r}."
             )
-        if self.long_pairs not in LONG_PAIRS:
-            raise ValueError(f"long_pairs must be one of {LONG_PAIRS}, got {self.long_pairs!r}.")
         if isinstance(self.cross_attention_layers, list):  # read back from config.json
             object.__setattr__(self, "cross_attention_layers", tuple(self.cross_attention_layers))
         _check_cross_attention_layers(self)
@@ -216,12 +214,9 @@ PRESETS["tiny"] = replace(
     decoder_layers=1,
     dropout=0.0,
     attention_dropout=0.0,
-    warmup_steps=100,
-    batch_tokens=2048,
-    epochs=2,
 )
-# `small`'s width with half its depth, a short warm-up at a higher peak and no attention dropout,
-# so that `make demo`'s 6 minutes buy several epochs (one setting, not a sweep).
+# `small`'s width with half its depth and no attention dropout, so that `make demo`'s 6 minutes
+# buy several epochs (one setting, not a sweep; its training is the task's `demo` preset).
 PRESETS["demo"] = replace(
     PRESETS["small"],
     vocab_size=4000,
@@ -229,11 +224,6 @@ PRESETS["demo"] = replace(
     encoder_layers=2,
     decoder_layers=2,
     attention_dropout=0.0,
-    learning_rate=2e-3,
-    warmup_steps=300,
-    epochs=100,
-    # Fewer buckets, fewer XLA compiles in the first epoch of a 6-minute run.
-    bucket_width=16,
 )
 # A deep encoder and a one-block decoder at `small`'s width: the fast autoregressive rival of the
 # NAT (Kasai et al. 2021, "Deep Encoder, Shallow Decoder": 12+1 kept the BLEU of 6+6 and decoded
@@ -247,12 +237,10 @@ PRESETS["base"] = replace(
     ff_dim=2048,
     encoder_layers=6,
     decoder_layers=6,
-    warmup_steps=4000,
-    learning_rate=7e-4,
 )
 
 
 def get_config(preset, **overrides):
-    """The named preset, with any field overridden: ``get_config("small", epochs=10)``."""
+    """The named architecture, with any field overridden: ``get_config("small", d_model=256)``."""
     return from_presets(PRESETS, preset, "translator", **overrides)
 

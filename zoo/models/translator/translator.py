@@ -200,6 +200,6 @@ class Translator(TaskModel, Seq2SeqLM):
         preprocessor = TranslatorPreprocessor(vocabulary)
         overrides.setdefault("vocab_size", preprocessor.vocabulary_size)
         config = cls.preset_config(preset, **overrides)
-        backbone = cls.backbone_cls.from_training_config(config, name=name)
+        backbone = cls.backbone_cls.from_architecture(config, name=name)
         preprocessor.max_length = cls.source_positions(backbone)
         return cls(backbone, preprocessor)

@@ -13,8 +13,6 @@ import keras
 
 from zoo.models.nat import (
     MASK_ID,
-    PRESETS,
-    NATConfig,
     build_nat_translator,
     nat_counts,
     nat_translator_search,
@@ -22,6 +20,7 @@ from zoo.models.nat import (
 from zoo.models.nat.objectives import nat_objective
 from zoo.models.nat.translator import NATTranslator  # the module: see zoo/tasks/translation
 from zoo.tasks.loading import load_trained
+from zoo.tasks.nat.config import PRESETS, NATRun
 from zoo.tasks.translation.evaluation import evaluate_translator
 from zoo.tasks.translation.task import TranslationTask, bleu_line
 from zoo.training.losses import CTCLoss, MaskedSparseCrossEntropy
@@ -41,8 +40,8 @@ class NATTask(TranslationTask):
     """
 
     name = "nat"
-    config_class = NATConfig
-    model_presets = PRESETS
+    config_class = NATRun
+    run_presets = PRESETS
     # val_bleu decodes with the defaults: T=4 l=3, or 1 where the model takes one.
     validation_search = {"method": "mask_predict", "iterations": None, "length_beam": None}
     default_method = "mask_predict"

@@ -21,9 +21,10 @@ from zoo.data.conllu import iter_conllu
 from zoo.data.tagger_vocabulary import HEAD_COLUMNS, HEAD_FIELDS
 from zoo.data.tagging_pipeline import make_tagging_dataset
 from zoo.layers import CRFAccuracy, CRFLoss
-from zoo.models.tagger import HEAD_SIZES, PRESETS, TaggerConfig, build_tagger
+from zoo.models.tagger import HEAD_SIZES, build_tagger
 from zoo.models.tagger.preprocessor import TaggerPreprocessor
 from zoo.models.tagger.tagger import Tagger  # the module: see zoo/tasks/translation
+from zoo.tasks.tagging.config import PRESETS, TaggerRun
 from zoo.tasks.tagging.evaluation import evaluate_tagger, evaluate_tagger_file
 from zoo.tasks.tagging.validation import ValidationAllTags
 from zoo.tasks.task import EvaluationFiles, Task
@@ -61,8 +62,8 @@ class TaggingTask(Task):
     """
 
     name = "tagger"
-    config_class = TaggerConfig
-    model_presets = PRESETS
+    config_class = TaggerRun
+    run_presets = PRESETS
     vocabulary_file = TAGGER_VOCABULARY_FILE
     validation_split = "dev"
     evaluation_splits = ("dev", "test")
@@ -114,8 +115,9 @@ class TaggingTask(Task):
         return TaggerVocabulary.load(os.path.join(folder, TAGGER_VOCABULARY_FILE))
 
     def resolve_config(self, config, vocabulary):
-        """The sizes that the vocabulary fixes: words, characters and each head's classes."""
-        overrides = vocabulary.config_overrides()
+        """What the vocabulary fixes: the sizes of words, characters and each head's classes,
+        and its lowercasing."""
+        overrides = {**vocabulary.config_overrides(), "lowercase": vocabulary.lowercase}
         for head in config.heads[1:]:
             overrides[HEAD_SIZES[head]] = len(vocabulary.classes(head))
         return dataclasses.replace(config, **overrides)

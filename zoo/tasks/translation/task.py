@@ -34,13 +34,9 @@ from zoo.decoding.text import translate_sentences
 # missing when it was first imported (a JAX process that imports TensorFlow later).
 from zoo.models.translator.preprocessor import TranslatorPreprocessor
 from zoo.models.translator.translator import Translator
-from zoo.models.translator import (
-    PRESETS,
-    TranslatorConfig,
-    build_translator,
-    translator_search,
-)
+from zoo.models.translator import build_translator, translator_search
 from zoo.tasks.task import Task
+from zoo.tasks.translation.config import PRESETS, TranslatorRun
 from zoo.tasks.translation.evaluation import evaluate_translator
 from zoo.tasks.translation.validation import ValidationBleu
 from zoo.training.losses import MaskedSparseCrossEntropy
@@ -74,8 +70,8 @@ class TranslationTask(Task):
     """
 
     name = "translator"
-    config_class = TranslatorConfig
-    model_presets = PRESETS
+    config_class = TranslatorRun
+    run_presets = PRESETS
     vocabulary_file = SENTENCEPIECE_FILE
     validation_split = "val"
     validation_search = {"method": "greedy"}  # the search behind val_bleu, after each epoch

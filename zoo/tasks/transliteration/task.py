@@ -16,8 +16,8 @@ from zoo.artifacts import SENTENCEPIECE_PREFIX
 from zoo.data import train_sentencepiece
 from zoo.data.transliteration import load_transliteration
 from zoo.evaluation.bleu import save_evaluation
-from zoo.models.translator import PRESETS as TRANSLATOR_PRESETS
 from zoo.models.translator import build_translator
+from zoo.tasks.translation.config import PRESETS as TRANSLATOR_PRESETS
 from zoo.tasks.translation.task import TranslationTask
 from zoo.tasks.transliteration.evaluation import ValidationExact, transliteration_scores
 
@@ -45,7 +45,7 @@ class TransliterationTask(TranslationTask):
     """
 
     name = "transliterator"
-    model_presets = PRESETS
+    run_presets = PRESETS
     evaluation_splits = ("test", "long")
     default_method = "greedy"
 

@@ -1,19 +1,17 @@
-"""The training fields every model's config includes: optimizer, schedule, regularization, batch.
-
-Each model's config subclasses :class:`TrainingConfig`, so that its fields are declared once and
-:func:`zoo.training.make_optimizer` and ``train()`` read one thing for every model. It lives
-beside the models, not in :mod:`zoo.training`, because a model config must import without
-TensorFlow (models build on Keras's JAX backend too).
+"""The training config: how a model trains (optimizer, schedule, batches), the same fields for
+every task. A task's own training config subclasses it with its data settings, and a run's config
+joins that with the model's config, which holds only the architecture (its backbone's arguments):
+the workdir records the two together in ``config.json``.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
-__all__ = ["TrainingConfig"]
+__all__ = ["TrainingConfig", "field_values", "run_presets"]
 
 
 @dataclass(frozen=True)
 class TrainingConfig:
-    """How a model trains (each model's presets set their own values).
+    """How a model trains (each task's presets set their own values).
 
     Args:
         epochs: training epochs.
@@ -27,7 +25,6 @@ class TrainingConfig:
         ema_momentum: nonzero keeps an exponential moving average of the weights (Polyak
             averaging), which is what is validated, checkpointed and shipped; 0 turns it off.
         label_smoothing: of the cross entropy (a CRF head has none).
-        dropout, attention_dropout: residual (and embedding) dropout, attention-weight dropout.
     """
 
     epochs: int = 40
@@ -39,8 +36,10 @@ class TrainingConfig:
     clipnorm: float = 1.0
     ema_momentum: float = 0.0
     label_smoothing: float = 0.1
-    dropout: float = 0.1
-    attention_dropout: float = 0.1
+
+    # Fields that a workdir's config.json may hold from an older form of a run's config, each
+    # with the value that meant what the config does now: a resume ignores them at that value.
+    retired_fields = {}
 
     def __post_init__(self):
         if self.gradient_accumulation_steps < 1:
@@ -48,3 +47,15 @@ class TrainingConfig:
                 "gradient_accumulation_steps must be at least 1, got "
                 f"{self.gradient_accumulation_steps}."
             )
+
+
+def field_values(config):
+    """A dataclass config's fields by name, as they are (no copy of their values)."""
+    return {field.name: getattr(config, field.name) for field in fields(config)}
+
+
+def run_presets(run_class, architectures, trainings):
+    """The run configs of the presets named in both ``architectures`` (a model's) and
+    ``trainings`` (a task's): ``run_class`` of the one's fields and the other's."""
+    return {name: run_class(**field_values(architectures[name]), **field_values(trainings[name]))
+            for name in architectures if name in trainings}  # fmt: skip
