@@ -79,12 +79,6 @@ class Task:
         """The named preset with any field overridden."""
         return from_presets(self.presets, preset, self.name, **overrides)
 
-    def check_config(self, config):
-        if not isinstance(config, self.config_class):
-            raise TypeError(
-                f"config must be a {self.config_class.__name__}, got {type(config).__name__}."
-            )
-
     # ------------------------------------------------------------ data and vocabulary
     def load_data(self, split):
         """The examples of a bundled split (pairs, sentences, ...)."""
@@ -130,10 +124,11 @@ class Task:
         theirs = os.path.join(init_from, self.vocabulary_file) if init_from else None
         if given:
             self.check_given_vocabulary(given)
-            self.copy_vocabulary(given, workdir, verbose, "the given vocabulary")
+            _copy_vocabulary(given, os.path.join(workdir, self.vocabulary_file), verbose,
+                             "the given vocabulary")
         elif theirs and os.path.exists(theirs):
-            self.copy_vocabulary(theirs, workdir, verbose, "the vocabulary of the weights it "
-                                 "starts from")  # fmt: skip
+            _copy_vocabulary(theirs, os.path.join(workdir, self.vocabulary_file), verbose,
+                             "the vocabulary of the weights it starts from")
         else:
             self.make_vocabulary(config, workdir, train_data, verbose=verbose)
         return self.read_vocabulary(workdir)
@@ -145,14 +140,6 @@ class Task:
     def adopt_vocabulary(self, config, vocabulary):
         """``config`` with what a given vocabulary fixes (the translator's ``vocab_size``)."""
         return config
-
-    def copy_vocabulary(self, source, workdir, verbose=False, what="the vocabulary"):
-        """Write the vocabulary file ``source`` into ``workdir`` as it is (atomically); with
-        ``verbose``, say so on stderr, naming it ``what``."""
-        if verbose:
-            print(f"using {what}, {source}", file=sys.stderr, flush=True)
-        with written_atomically(os.path.join(workdir, self.vocabulary_file)) as temporary:
-            shutil.copyfile(source, temporary)
 
     def make_vocabulary(self, config, workdir, train_data, verbose=False):
         """Learn the vocabulary from the training data and write it in ``workdir``.
@@ -262,10 +249,6 @@ class Task:
         """The validation metric whose best epoch is kept (None: keep the last epoch)."""
         return None
 
-    def uses_ema(self, config):
-        """Whether the optimizer keeps a moving average of the weights (validated and kept)."""
-        return bool(config.ema_momentum)
-
     # ------------------------------------------------------------ using a trained model
     def evaluate(self, model, vocabulary, split, output_dir, verbose=False, **options):
         """Score ``split`` (a bundled split's name, or :class:`EvaluationFiles`), write the
@@ -303,3 +286,11 @@ class Task:
     def __repr__(self):
         return f"<zoo task {self.name!r}>"
 
+
+def _copy_vocabulary(source, path, verbose, what):
+    """Write the vocabulary file ``source`` to ``path`` as it is (atomically); with
+    ``verbose``, say so on stderr, naming it ``what``."""
+    if verbose:
+        print(f"using {what}, {source}", file=sys.stderr, flush=True)
+    with written_atomically(path) as temporary:
+        shutil.copyfile(source, temporary)

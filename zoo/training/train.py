@@ -247,7 +247,9 @@ def train(
         raise TypeError(
             f"train() takes a task object, not its name: train(zoo.tasks.get_task({task!r}), ...)"
         )
-    task.check_config(config)
+    if not isinstance(config, task.config_class):
+        raise TypeError(f"config must be a {task.config_class.__name__}, got "
+                        f"{type(config).__name__}.")
     if init_from and not os.path.isdir(init_from):  # before any vocabulary is learned
         raise FileNotFoundError(f"--init-from {init_from}: no such folder")
     if train_data is None:
@@ -330,7 +332,7 @@ def train(
         validation_set = task.dataset(config, vocabulary, validation_data, training=False,
                                       jit_compile=jit_compile, batch_multiple=replicas)
         callbacks = standard_callbacks(
-            workdir, time_limit, metrics, extra, ema=task.uses_ema(config),
+            workdir, time_limit, metrics, extra, ema=bool(config.ema_momentum),
             keep_checkpoints=keep_checkpoints, position=position, backup_every=backup_every,
         )  # fmt: skip
 
