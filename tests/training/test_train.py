@@ -106,7 +106,7 @@ def test_a_nat_workdir_of_the_translators_fields_resumes(tmp_path):
 
 
 def test_a_tuple_field_resumes_from_its_json_list(tmp_path):
-    from zoo.models import tagger_config
+    from zoo.tasks.tagging.config import get_config as tagger_config
     from zoo.training.train import check_config
 
     config = tagger_config("tiny", char_kernel_size=(2, 3))

@@ -1,8 +1,8 @@
 """zoo.tasks: one file per kind of run, and the one loader of trained models.
 
 ``TASKS`` maps a task's name to its :class:`Task`, one for each row of the table of tasks
-(:mod:`zoo.tasks.table`, which the command line reads), and ``zoo.training.train(task, config, workdir)`` takes
-the task object. :func:`load` reads a workdir or an export folder and
+(:mod:`zoo.tasks.table`, which the command line reads), and ``zoo.training.train(task,
+config, workdir)`` takes the task object. :func:`load` reads a workdir or an export folder and
 returns its task, model and vocabulary.
 """
 
@@ -57,9 +57,10 @@ def load(folder, task=None, model_file=MODEL_FILE):
         FileNotFoundError: no such folder, or no model or vocabulary in it.
         ValueError: a file that cannot be read, or a model of another task.
     """
-    trainer = f"zoo train {get_task(task).name}" if task is not None else "zoo train"
-    found = get_task(task if task is not None else folder_task(folder, model_file, trainer, TASKS))
-    return Loaded(found, *load_trained(folder, found, model_file))
+    if task is None:  # the one its model names
+        task = folder_task(folder, model_file, "zoo train", TASKS)
+    task = get_task(task)
+    return Loaded(task, *load_trained(folder, task, model_file))
 
 
 def task_of(model, where=None):

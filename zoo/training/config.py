@@ -39,7 +39,8 @@ class TrainingConfig:
 
     # Fields that a workdir's config.json may hold from an older form of a run's config, each
     # with the value that meant what the config does now: a resume ignores them at that value.
-    retired_fields = {}
+    # data_dir "" was the bundled corpus (a folder of `zoo distill` is --train now).
+    retired_fields = {"data_dir": ""}
 
     def __post_init__(self):
         if self.gradient_accumulation_steps < 1:

@@ -60,9 +60,6 @@ __all__ = ["check_config", "standard_callbacks", "train", "training_dtype_policy
 
 _RESUMABLE_FIELDS = ("epochs",)
 VOCABULARY_TIMEOUT = 600  # seconds a worker waits for the chief's vocabulary
-# Fields gone from the configs, with the value a workdir's config.json then held for what the
-# configs do now: data_dir "" was the bundled corpus (a folder of `zoo distill` is --train now).
-_REMOVED_FIELDS = {"data_dir": ""}
 
 
 def check_config(config, workdir):
@@ -79,7 +76,7 @@ def check_config(config, workdir):
         # added to the config class since the workdir was made counts at its default.
         defaults = {field.name: field.default for field in dataclasses.fields(config)}
         # A field since removed counts as absent at the value that meant "as now".
-        retired = {**_REMOVED_FIELDS, **getattr(config, "retired_fields", {})}
+        retired = config.retired_fields
         saved = {k: v for k, v in saved.items()
                  if k in defaults or k not in retired or retired[k] != v}  # fmt: skip
         changed = sorted(

@@ -32,6 +32,7 @@ class NATRun(NATConfig, NATTraining):
     # The translator's decoder options that a NAT's config held until it had its own
     # architecture, at the values it had to keep: a workdir of then resumes.
     retired_fields = {
+        **NATTraining.retired_fields,
         "cross_attention": "mha", "cross_attention_layers": "last", "copy_mechanism": False,
         "scheduled_sampling": "none", "scheduled_sampling_k": None, "scheduled_sampling_c": 1e-4,
         "scheduled_sampling_min": 0.0, "guided_attention_weight": 0.0,
