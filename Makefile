@@ -31,13 +31,17 @@ test: $(STAMP)
 # The main job: train the demo translator for 6 minutes, evaluate it, export it, and translate
 # through the exported SavedModel next to the shipped one. About 7 minutes once .venv exists.
 DEMO := workdirs/demo
+# compare.py imports TensorFlow alone (no zoo, as beside a server); run here with the zoo
+# command's quiet start, so that TensorFlow's C++ start-up lines stay off the terminal.
+export QUIET_COMPARE := import runpy, sys, zoo_cli; zoo_cli.quiet_native_logs(); \
+	sys.argv[0] = "zoo/export/compare.py"; runpy.run_path(sys.argv[0], run_name="__main__")
 demo: $(STAMP)
 	rm -rf $(DEMO) saved_models/demo-translator
 	$(BIN)/zoo train translator --preset demo --xla --workdir $(DEMO) --time-limit 6 --bleu-sample 0
 	@echo "The demo translator after 6 minutes of training (its target: at least 15 BLEU on test2016):"
 	$(BIN)/zoo evaluate translator --workdir $(DEMO) --splits test2016 --method beam --beam-size 5
 	$(BIN)/zoo export translator --workdir $(DEMO) --output saved_models/demo-translator
-	$(BIN)/python zoo/export/compare.py saved_models/demo-translator saved_models/translator-en-de
+	$(BIN)/python -c "$$QUIET_COMPARE" saved_models/demo-translator saved_models/translator-en-de
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/train_step.py
