@@ -230,7 +230,7 @@ def _check_model_folder(args):
     """Refuse, before TensorFlow is imported, a model folder whose files alone show that the
     command cannot use it: no folder, no model, a model file that is no .keras archive (a
     truncated one), or a model of another task (a zoo model is named after its task, in the
-    archive's config.json): :func:`zoo.tasks.table.folder_task`, which ``zoo.tasks.load``
+    archive's config.json): :func:`zoo.artifacts.folder_task`, which ``zoo.tasks.load``
     runs too. These errors then come back at once."""
     if args.command == "distill":
         folder, expected = args.teacher, ["translator"]
@@ -248,7 +248,7 @@ def _check_model_folder(args):
     where = f"zoo {args.command}: error:" + (" --init-from" if args.command == "train" else "")
     trainer = f"zoo train {expected[0]}" if len(expected) == 1 else "zoo train"
     try:
-        task = table.folder_task(folder, artifacts.MODEL_FILE, trainer, TASKS)
+        task = artifacts.folder_task(folder, artifacts.MODEL_FILE, trainer, TASKS)
     except (OSError, ValueError) as error:
         raise _usage_error(f"{where} {error}") from None
     if task not in expected:

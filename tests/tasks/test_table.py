@@ -12,7 +12,7 @@ import pytest
 from tests.harness import REPO_ROOT
 from zoo import cli
 from zoo.tasks import TASKS, table
-from zoo.tasks.table import folder_task
+from zoo.artifacts import folder_task
 
 
 def dests(flags):

@@ -8,11 +8,10 @@ returns its task, model and vocabulary.
 
 import collections
 
-from zoo.artifacts import MODEL_FILE
+from zoo.artifacts import MODEL_FILE, folder_task
 from zoo.tasks.loading import load_trained
 from zoo.tasks.nat import NATTask
 from zoo.tasks.tagging import TaggingTask
-from zoo.tasks.table import folder_task
 from zoo.tasks.task import Task
 from zoo.tasks.translation import TranslationTask
 from zoo.tasks.transliteration import TransliterationTask

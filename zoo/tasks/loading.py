@@ -2,8 +2,7 @@
 
 import os
 
-from zoo.artifacts import MODEL_FILE, read_model
-from zoo.tasks.table import folder_task
+from zoo.artifacts import MODEL_FILE, folder_task, read_model
 
 __all__ = ["load_trained"]
 

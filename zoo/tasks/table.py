@@ -9,12 +9,8 @@ command loads these files by their paths without running the package's ``__init_
 """
 
 import argparse
-import json
 import math
-import os
-import zipfile
 
-from zoo.artifacts import MODEL_FILE, first_line
 
 # ---------------------------------------------------------------- argument types
 def _number(kind, minimum, text):
@@ -343,32 +339,3 @@ def predict_verbs():
     """The predict verbs (``zoo translate``, ``zoo tag``) and their help, from the rows."""
     return {row["predict"]: row["predict_help"] for row in TASKS.values()}
 
-
-def folder_task(folder, model_file=MODEL_FILE, trainer="zoo train", tasks=None):
-    """The task of the model in ``folder`` (a workdir or an export folder): the name in its
-    ``.keras`` archive's config, read without TensorFlow. This is the one check that a folder
-    holds a zoo model; the command line runs it before TensorFlow loads, and ``zoo.tasks``
-    before it reads the model. Each problem is a one-line error that names the file.
-
-    Raises:
-        FileNotFoundError: no such folder, or no model in it (``trainer`` is the command that
-            makes one).
-        ValueError: a model file that is no readable ``.keras`` archive (a truncated one), or a
-            model of no task of ``tasks`` (the known task names; None: any name goes).
-    """
-    folder = os.fspath(folder)
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"{folder}: no such folder")
-    path = os.path.join(folder, model_file)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no trained model at {path}: run `{trainer}` first")
-    try:
-        with zipfile.ZipFile(path) as archive:
-            name = json.loads(archive.read("config.json"))["config"]["name"]
-    except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as error:
-        raise ValueError(f"{path} is not a readable .keras model ({first_line(error)}); it may be "
-                         "truncated: train or export it again") from None
-    if tasks is not None and name not in tasks:
-        raise ValueError(f"{path} holds a model named {name!r}, which is no zoo task "
-                         f"({', '.join(sorted(tasks))})")  # fmt: skip
-    return name

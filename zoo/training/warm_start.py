@@ -10,7 +10,7 @@ Neural Machine Translation"); its length predictor, which the translator lacks, 
 
 import os
 
-from zoo.artifacts import MODEL_FILE, read_model
+from zoo.artifacts import MODEL_FILE, folder_task, read_model
 
 __all__ = ["warm_start"]
 
@@ -38,12 +38,11 @@ def warm_start(model, folder, task, workdir):
         ValueError: another vocabulary, a model that cannot be read, or no layer in common.
     """
     folder = os.fspath(folder)
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"--init-from {folder}: no such folder")
-    path = os.path.join(folder, MODEL_FILE)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"--init-from {folder}: no trained model at {path}")
-    source = read_model(path)  # a one-line error when Keras cannot read it
+    try:  # the one check of a model folder (a model of any task starts a run)
+        folder_task(folder)
+    except (FileNotFoundError, ValueError) as error:
+        raise type(error)(f"--init-from {error}") from None
+    source = read_model(os.path.join(folder, MODEL_FILE))  # one line when Keras cannot read it
     task.read_vocabulary(folder)  # a one-line error naming the file when it is missing or broken
     if not task.same_vocabulary(folder, workdir):
         raise ValueError(
