@@ -1,12 +1,9 @@
 """The ``zoo`` command: its arguments, parsed before anything heavy is imported.
 
-This module stands outside the ``zoo`` package on purpose: ``import zoo`` registers the layers
-with Keras, which imports TensorFlow (seconds), and ``zoo --help`` or a wrong argument must not
-wait for that. It builds the parser from zoo's table of tasks (:mod:`zoo.tasks.table`) and
-handles the errors; the commands themselves are in :mod:`zoo.cli`.
-
-Every error a user can cause ends in one line on stderr that names the problem, and exit status
-2; ``--debug`` shows the traceback instead.
+It stands outside the ``zoo`` package on purpose: ``import zoo`` imports TensorFlow, and
+``zoo --help`` or a wrong argument must not wait for that. It builds the parser from
+:mod:`zoo.tasks.table`; the commands are in :mod:`zoo.cli`. A user's error ends in one line on
+stderr and exit status 2; ``--debug`` shows the traceback instead.
 """
 
 import argparse
@@ -363,17 +360,13 @@ _QUIETED = []  # one entry once quiet_native_logs has redirected file descriptor
 
 def quiet_native_logs():
     """Keep TensorFlow's and XLA's C++ log lines off the terminal for the rest of the process,
-    while Python's ``sys.stderr`` (progress, warnings, errors) still reaches it. Call it before
-    importing TensorFlow. It steps aside where the user asked to see those logs
-    (``TF_CPP_MIN_LOG_LEVEL`` at 0 or 1; ``zoo --debug`` does not call it), where an earlier call
-    quieted them, and where TensorFlow is imported already (too late: a test's process).
-
-    ``TF_CPP_MIN_LOG_LEVEL`` alone does not do it, at 3 either: the CUDA probes of TensorFlow's
-    shared libraries write through absl before the setting is read, and TensorFlow 2.20 logs
-    XLA's first compile whatever it says. So file descriptor 2, where C++ writes, goes to
-    /dev/null, and ``sys.stderr`` writes to a copy of the terminal's. Subprocesses inherit the
-    /dev/null: pass them ``stderr=sys.stderr``. A C++ abort's last words go with it (``zoo
-    --debug`` keeps them).
+    while Python's ``sys.stderr`` still reaches it. Call it before importing TensorFlow. It
+    steps aside where ``TF_CPP_MIN_LOG_LEVEL`` is 0 or 1, after an earlier call, and where
+    TensorFlow is imported already. ``TF_CPP_MIN_LOG_LEVEL`` alone is not enough (CUDA probes
+    log before it is read, and XLA's first compile logs whatever it says), so file descriptor 2
+    goes to /dev/null and ``sys.stderr`` to a copy of the terminal's. Subprocesses inherit the
+    /dev/null (pass them ``stderr=sys.stderr``), and a C++ abort's last words go with it
+    (``zoo --debug`` keeps them).
     """
     level = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
     if _QUIETED or level in ("0", "1") or "tensorflow" in sys.modules:

@@ -1,9 +1,7 @@
 """The file names of a workdir and of an exported folder, defined once.
 
-A workdir (``zoo train``) and an export folder (``zoo export``) share the inference files: the
-model (:data:`MODEL_FILE`) and the task's vocabulary (:data:`SENTENCEPIECE_FILE` for the
-translators, :data:`TAGGER_VOCABULARY_FILE` for the tagger). A workdir adds the training state;
-an export folder adds the serving SavedModel (:func:`serving_path`).
+Both hold the model (:data:`MODEL_FILE`) and the task's vocabulary; a workdir adds the training
+state, an export folder the serving SavedModel (:func:`serving_path`).
 """
 
 import contextlib

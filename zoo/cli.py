@@ -17,7 +17,7 @@ from zoo.artifacts import (
     describe_languages,
     read_languages,
 )
-from zoo.data import ParallelCorpus, one_line
+from zoo.data import ParallelCorpus, batched, one_line
 from zoo.tasks import get_task, load
 from zoo.tasks.task import EvaluationFiles
 from zoo.tasks.translation.distillation import distill
@@ -155,14 +155,7 @@ def _windows(sentences):
         return
     if sys.stdin.isatty():
         print("reading sentences from stdin, one per line (Ctrl-D ends)", file=sys.stderr)
-    window = []
-    for line in sys.stdin:
-        window.append(line.rstrip("\n"))
-        if len(window) == WINDOW:
-            yield window
-            window = []
-    if window:
-        yield window
+    yield from batched((line.rstrip("\n") for line in sys.stdin), WINDOW)
 
 
 def cmd_export(args):

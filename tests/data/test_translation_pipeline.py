@@ -184,6 +184,21 @@ def test_shuffle_is_seeded_and_reshuffles_each_epoch(pairs, tokenizer):
     assert first_sources(fixed) != epoch_1
 
 
+def test_the_parts_of_an_epoch_are_disjoint_and_together_the_epoch(pairs, tokenizer):
+    """A worker's part under multi_worker (in-memory pairs; a streamed corpus's are
+    tests/data/test_parallel_corpus.py's): every part draws the epoch's order."""
+    def sources(part):
+        ds = make_translation_dataset(pairs, tokenizer, batch_tokens=256, max_length=32,
+                                      seed=0, epoch=tf.Variable(2, dtype=tf.int64), part=part)
+        return sorted(tuple(_unpad(row)) for source, _, _ in _batches(ds) for row in source)
+
+    parts = [sources((index, 2)) for index in (0, 1)]
+    assert abs(len(parts[0]) - len(parts[1])) <= 1
+    assert sorted(parts[0] + parts[1]) == sources(None)
+    with pytest.raises(ValueError, match="A part of an epoch needs a seed"):
+        make_translation_dataset(pairs, tokenizer, batch_tokens=256, max_length=32, part=(0, 2))
+
+
 def test_bad_inputs_name_the_problem(pairs, tokenizer):
     with pytest.raises(ValueError, match="pairs is empty"):
         make_translation_dataset([], tokenizer)

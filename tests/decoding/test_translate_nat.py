@@ -56,15 +56,22 @@ def _by_hand(model, tokenizer, sentences, **kwargs):
     return [next(texts) if s.strip() else "" for s in sentences]
 
 
-@pytest.mark.parametrize("counts", ["one pass", "the defaults"])
-def test_translate_equals_nat_search_by_hand(option_model, tokenizer, counts):
-    """One pass, and the defaults of each model: 4 iterations and 3 lengths, but one
-    iteration for a copy model and one length for a max-length model."""
-    iterations, length_beam = (1, 1) if counts == "one pass" else nat_counts(option_model)
+def _assert_translate_equals_nat_search_by_hand(model, tokenizer, iterations, length_beam):
     kwargs = {"iterations": iterations, "length_beam": length_beam}
-    got = translate(option_model, tokenizer, SENTENCES, method="mask_predict", **kwargs)
-    assert got == _by_hand(option_model, tokenizer, SENTENCES, **kwargs)
+    got = translate(model, tokenizer, SENTENCES, method="mask_predict", **kwargs)
+    assert got == _by_hand(model, tokenizer, SENTENCES, **kwargs)
     assert got[3] == "" and all(got[i] for i in (0, 1, 2, 4))
+
+
+def test_translate_equals_nat_search_by_hand(option_model, tokenizer):
+    """The defaults of each model: 4 iterations and 3 lengths, but one iteration for a copy
+    model and one length for a max-length model (so each count is also 1 in some model)."""
+    _assert_translate_equals_nat_search_by_hand(option_model, tokenizer, *nat_counts(option_model))
+
+
+def test_one_pass_equals_nat_search_by_hand(model, tokenizer):
+    # Once, on the default model: the options' one-count paths run in their defaults above.
+    _assert_translate_equals_nat_search_by_hand(model, tokenizer, 1, 1)
 
 
 def test_counts_a_model_cannot_use_are_refused(option_model, tokenizer):
@@ -101,8 +108,8 @@ def test_a_rescorer_keeps_the_candidate_it_reads_as_most_likely(model, tokenizer
     expected = []
     for row in range(len(real)):
         best, best_score = None, -np.inf
+        one_decode, _ = decode_and_lengths(model, source[row : row + 1], MAX_LENGTH, 1)
         for length in lengths[row]:  # best first: a later candidate must score strictly higher
-            one_decode, _ = decode_and_lengths(model, source[row : row + 1], MAX_LENGTH, 1)
             ids, _ = nat_search(one_decode, max_length=MAX_LENGTH, iterations=2,
                                 lengths=[int(length)])
             ids = np.asarray(ids)[0]

@@ -145,7 +145,9 @@ _COUNT_COMPILES = textwrap.dedent(
     texts = sorted({inputs["inputs"][0] for name, inputs in requests if name in xla})
     calls = 0
     for name in xla:
-        for rows in list(range(1, 65)) + [100, 130]:  # past 64: split into parts of 64
+        # Each side of every row bucket's edge (1, 8, 64; the arithmetic of every batch size is
+        # tests/decoding/test_buckets.py's), and past 64: split into parts of 64.
+        for rows in (1, 2, 7, 8, 9, 63, 64, 65, 100, 130):
             for text in texts:
                 loaded.signatures[name](inputs=tf.constant([text] * rows))
                 calls += 1
@@ -157,9 +159,9 @@ _COUNT_COMPILES = textwrap.dedent(
 
 def test_after_the_xla_warm_up_no_request_compiles(export_dir, tmp_path):
     """A tiny translator exported with the XLA warm-up (16 source positions): the file
-    compiles every program of its _xla signatures; then requests of every batch size from 1
-    to 64 at every padded length, and of 100 and 130 (split into parts of 64), through both,
-    compile nothing. Counted from XLA's dumps (a loaded signature has one concrete function;
+    compiles every program of its _xla signatures; then requests of batch sizes on each side of
+    every row bucket's edge at every padded length, and of 100 and 130 (split into parts of
+    64), through both, compile nothing. Counted from XLA's dumps (a loaded signature has one concrete function;
     XLA compiles per shape beneath it)."""
     dump = tmp_path / "xla_dump"
     env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="3",
@@ -175,4 +177,4 @@ def test_after_the_xla_warm_up_no_request_compiles(export_dir, tmp_path):
     assert report["xla"] == ["translate_greedy_xla", "translate_xla"]
     assert report["lengths"] == lengths and report["requests"] == 3 + programs  # + 3 plain
     assert report["warm"] >= programs, report  # each program compiled (a stage may be 2)
-    assert report["after"] == report["warm"], report  # 66 batch sizes a length: 0 compiles
+    assert report["after"] == report["warm"], report  # 10 batch sizes a length: 0 compiles

@@ -20,7 +20,6 @@ from zoo.models import (
     TaggerHead,
     build_tagger,
     tagger_config,
-    tagger_heads,
 )
 from zoo.models.tagger import backbone as tagger_backbone
 
@@ -120,27 +119,16 @@ def test_unknown_words_are_told_apart_by_their_characters():
 
 
 @pytest.mark.parametrize("use_crf", [True, False], ids=["crf", "softmax"])
-def test_tagger_heads_of_a_built_and_a_reloaded_model(tmp_path, use_crf):
+def test_heads_of_a_built_and_a_reloaded_model(tmp_path, use_crf):
     num_xpos = VOCABULARY.num_xpos_tags
     model = build_tagger(_tiny(use_crf=use_crf, num_xpos_tags=num_xpos))
     expected = {"upos": TaggerHead(17, use_crf), "xpos": TaggerHead(num_xpos, use_crf)}
-    assert tagger_heads(model) == expected and list(tagger_heads(model)) == ["upos", "xpos"]
+    assert model.heads == expected and list(model.heads) == ["upos", "xpos"]
     for head, spec in expected.items():  # the output ranks agree: (B, T, K, K) for a CRF
         assert model.output[head].shape[2:] == ((spec.num_tags,) * (2 if use_crf else 1))
     model.save(tmp_path / "tagger.keras")
-    assert tagger_heads(keras.models.load_model(tmp_path / "tagger.keras")) == expected
-    assert tagger_heads(build_tagger(_tiny(use_crf=use_crf))) == {"upos": TaggerHead(17, use_crf)}
-
-
-def test_tagger_heads_refuses_other_models():
-    """Heads are read from a tagger's backbone, never found by name: a functional model is
-    refused, even with a tagger's layer names."""
-    with pytest.raises(ValueError, match="no tagger's backbone"):
-        tagger_heads(keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)]))
-    inputs = keras.Input((3,))
-    outputs = {"upos": keras.layers.Dense(2, name="upos_logits")(inputs)}
-    with pytest.raises(ValueError, match="no tagger's backbone"):
-        tagger_heads(keras.Model(inputs, outputs))
+    assert keras.models.load_model(tmp_path / "tagger.keras").heads == expected
+    assert build_tagger(_tiny(use_crf=use_crf)).heads == {"upos": TaggerHead(17, use_crf)}
 
 
 @pytest.mark.parametrize(
@@ -189,7 +177,7 @@ _JAX_SCRIPT = textwrap.dedent(
     import keras
     import numpy as np
     from zoo.layers import CRFAccuracy, CRFLoss
-    from zoo.models import TaggerHead, build_tagger, tagger_config, tagger_heads
+    from zoo.models import TaggerHead, build_tagger, tagger_config
 
     assert keras.backend.backend() == "jax"
     tags = np.array([[5, 7, 15, 12, 0], [5, 7, 15, 2, 12]], "int32")
@@ -198,7 +186,7 @@ _JAX_SCRIPT = textwrap.dedent(
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=CRFLoss(), metrics=[CRFAccuracy()])
     loss = model.fit(encoded, tags, epochs=5, verbose=0).history["loss"]
     assert np.all(np.isfinite(loss)) and loss[-1] < loss[0], loss
-    assert tagger_heads(model) == {"upos": TaggerHead(17, True)}
+    assert model.heads == {"upos": TaggerHead(17, True)}
     assert "tensorflow" not in sys.modules
     sys.meta_path.pop(0)
 
@@ -235,7 +223,7 @@ def test_docstring_examples_run():
 
 def test_feats_and_lemma_heads_are_softmax_heads_even_with_a_crf(tmp_path):
     """config.heads follows the class counts; FEATS and lemma heads never get a CRF (their K
-    runs to thousands), and tagger_heads reads every head back from a .keras file."""
+    runs to thousands), and .heads reads every head back from a .keras file."""
     config = _tiny(use_crf=True, num_xpos_tags=3, num_feats_tags=7, num_lemma_scripts=11)
     assert config.heads == ("upos", "xpos", "feats", "lemma")
     assert _tiny(num_lemma_scripts=2).heads == ("upos", "lemma")
@@ -245,6 +233,6 @@ def test_feats_and_lemma_heads_are_softmax_heads_even_with_a_crf(tmp_path):
     assert outputs["feats"].shape == (4, 5, 7) and outputs["lemma"].shape == (4, 5, 11)
     expected = {"upos": TaggerHead(17, True), "xpos": TaggerHead(3, True),
                 "feats": TaggerHead(7, False), "lemma": TaggerHead(11, False)}  # fmt: skip
-    assert tagger_heads(model) == expected
+    assert model.heads == expected
     model.save(tmp_path / "tagger.keras")
-    assert tagger_heads(keras.models.load_model(tmp_path / "tagger.keras")) == expected
+    assert keras.models.load_model(tmp_path / "tagger.keras").heads == expected

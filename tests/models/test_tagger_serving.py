@@ -1,9 +1,8 @@
 """The exported tagger: files, the signature, and the SavedModel served by TensorFlow alone.
 
-The SavedModels are loaded in fresh processes where ``zoo`` cannot be imported: one imports
-``tensorflow`` and ``tensorflow_text`` as a TF user does and runs every request of ``CASES``;
-the other cannot import Keras nor tf-text either, and proves that the SavedModel needs neither.
-Their tags must equal those of ``Tagger.tag_columns`` on the in-memory model, with the same
+The SavedModels are loaded in a fresh process where neither ``zoo`` nor Keras nor tf-text can
+be imported, which runs every request of ``CASES``: the SavedModel needs none of them. The
+tags must equal those of ``Tagger.tag_columns`` on the in-memory model, with the same
 window, on ``sentence.split()`` of the UTF-8-repaired sentence. The graph's pieces are checked
 against Python references (tests/models/tagger_reference.py).
 """
@@ -91,11 +90,16 @@ CASES = {
     "xpos_empty_batch": ("xpos", []),
 }
 
-_SERVE_SCRIPT = textwrap.dedent(
+# One fresh process (each costs seconds of TensorFlow import): it serves every case of CASES
+# where zoo, Keras and tf-text cannot be imported; then imports Keras and zoo (which registers
+# its layers) and loads each model.keras; then runs `saved_model_cli show --all` on the XPOS
+# export (the command is its module's main()).
+_FRESH_SCRIPT = textwrap.dedent(
     """
-    import base64, json, sys
+    import base64, contextlib, io, json, os, sys
     requests_path, report_path = sys.argv[1:3]
-    for name in ["zoo", "keras", "tf_keras", "tensorflow_text"]:
+    blocked = ["zoo", "keras", "tf_keras", "tensorflow_text"]
+    for name in blocked:
         sys.modules[name] = None  # any import of it raises ImportError
     import tensorflow as tf
     before = {name for name, module in sys.modules.items() if module is not None}
@@ -116,29 +120,38 @@ _SERVE_SCRIPT = textwrap.dedent(
             },
         }
     after = {name for name, module in sys.modules.items() if module is not None}
+
+    for name in blocked:
+        del sys.modules[name]
+    os.environ["KERAS_BACKEND"] = requests["keras_backend"]
+    sys.path.insert(0, requests["repo_root"])
+    import numpy as np
+    import keras
+    import zoo  # registers the zoo layers
+    data = np.load(requests["reload_inputs"])
+    for key, path in requests["keras_files"].items():
+        reloaded = keras.models.load_model(path)({"words": data["words"], "chars": data["chars"]})
+        reloaded = reloaded if isinstance(reloaded, dict) else {"output": reloaded}
+        np.savez(f"{key}.npz", **{k: keras.ops.convert_to_numpy(v) for k, v in reloaded.items()})
+
+    from tensorflow.python.tools import saved_model_cli
+    sys.argv = ["saved_model_cli", "show", "--all", "--dir", requests["models"]["xpos"]]
+    with contextlib.redirect_stdout(io.StringIO()) as shown:
+        try:
+            saved_model_cli.main()
+            code = 0
+        except SystemExit as stop:
+            code = stop.code or 0
     json.dump(
         {
             "outputs": outputs,
             "signatures": {key: sorted(m.signatures) for key, m in loaded.items()},
             "imported_by_the_saved_model": sorted(after - before),
             "modules": sorted(after),
+            "cli": {"code": code, "stdout": shown.getvalue()},
         },
         open(report_path, "w"),
     )
-    """
-)
-
-_RELOAD_SCRIPT = textwrap.dedent(
-    """
-    import sys
-    import numpy as np
-    import keras
-    import zoo  # registers the zoo layers
-    data = np.load(sys.argv[1])
-    for key, path in zip(sys.argv[2::2], sys.argv[3::2]):
-        outputs = keras.models.load_model(path)({"words": data["words"], "chars": data["chars"]})
-        outputs = outputs if isinstance(outputs, dict) else {"output": outputs}
-        np.savez(f"{key}.npz", **{k: keras.ops.convert_to_numpy(v) for k, v in outputs.items()})
     """
 )
 
@@ -147,26 +160,33 @@ def _b64(text):
     return base64.b64encode(text if isinstance(text, bytes) else text.encode()).decode()
 
 
-def _env(**extra):
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
-    return dict(env, TF_CPP_MIN_LOG_LEVEL="3", **extra)
-
-
-def _serve(models, cases, tmp_path):
-    """Run ``cases`` against the SavedModels in a fresh process where zoo, Keras and tf-text
-    cannot be imported; return its report."""
+def _run_fresh_process(exported, vocabulary, tmp_path):
+    """Run ``_FRESH_SCRIPT`` on the exports ``{"upos": folder, "xpos": folder}``; return its
+    report, with the inputs of the model.keras reloads (``"reload_inputs"``) and their outputs
+    (``"reloaded"``)."""
+    inputs = encode(vocabulary, [s.split() for s in DEV if len(s.split()) <= MAX_LENGTH][:6])
+    np.savez(tmp_path / "inputs.npz", **inputs)
     requests = {
-        "models": {key: serving_path(path) for key, path in models.items()},
-        "cases": {name: (key, [_b64(t) for t in texts]) for name, (key, texts) in cases.items()},
+        "models": {key: serving_path(path) for key, path in exported.items()},
+        "cases": {name: (key, [_b64(t) for t in texts]) for name, (key, texts) in CASES.items()},
+        "keras_files": {key: os.path.join(path, "model.keras") for key, path in exported.items()},
+        "reload_inputs": str(tmp_path / "inputs.npz"),
+        "keras_backend": keras.backend.backend(),
+        "repo_root": REPO_ROOT,
     }
     requests_path, report_path = tmp_path / "requests.json", tmp_path / "report.json"
     requests_path.write_text(json.dumps(requests))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
     result = subprocess.run(
-        [sys.executable, "-c", _SERVE_SCRIPT, str(requests_path), str(report_path)],
-        capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=300,
+        [sys.executable, "-c", _FRESH_SCRIPT, str(requests_path), str(report_path)],
+        capture_output=True, text=True, env=dict(env, TF_CPP_MIN_LOG_LEVEL="3"), cwd=tmp_path,
+        timeout=300,
     )  # fmt: skip
-    assert result.returncode == 0, f"serving in a fresh process failed:\n{result.stderr[-4000:]}"
-    return json.loads(report_path.read_text())
+    assert result.returncode == 0, f"the fresh process failed:\n{result.stderr[-4000:]}"
+    report = json.loads(report_path.read_text())
+    report["reload_inputs"] = inputs
+    report["reloaded"] = {key: dict(np.load(tmp_path / f"{key}.npz")) for key in exported}
+    return report
 
 
 def _split(text):
@@ -212,9 +232,9 @@ def exported(tagger, xpos_tagger, vocabulary, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def served(exported, tmp_path_factory):
+def served(exported, vocabulary, tmp_path_factory):
     # The tagger's graph has no tf-text op (tests/export/test_op_audit.py).
-    return _serve(exported, CASES, tmp_path_factory.mktemp("serve"))
+    return _run_fresh_process(exported, vocabulary, tmp_path_factory.mktemp("serve"))
 
 
 # ---------------------------------------------------------------- the graph's pieces
@@ -329,21 +349,10 @@ def test_the_exported_files(exported, vocabulary):
         assert TaggerVocabulary.load(os.path.join(path, "vocabulary.json")) == vocabulary
 
 
-def test_model_keras_reloads_in_a_fresh_process(exported, tagger, xpos_tagger, vocabulary,
-                                                tmp_path):  # fmt: skip
-    inputs = encode(vocabulary, [s.split() for s in DEV if len(s.split()) <= MAX_LENGTH][:6])
-    np.savez(tmp_path / "inputs.npz", **inputs)
-    paths = [os.path.join(exported[key], "model.keras") for key in ("upos", "xpos")]
-    result = subprocess.run(
-        [sys.executable, "-c", _RELOAD_SCRIPT, str(tmp_path / "inputs.npz"),
-         "upos", paths[0], "xpos", paths[1]],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
-        env=_env(PYTHONPATH=REPO_ROOT, KERAS_BACKEND=keras.backend.backend()),
-    )  # fmt: skip
-    assert result.returncode == 0, f"load_model in a fresh process failed:\n{result.stderr[-4000:]}"
+def test_model_keras_reloads_in_a_fresh_process(served, tagger, xpos_tagger):
     for key, model in (("upos", tagger), ("xpos", xpos_tagger)):
-        loaded = dict(np.load(tmp_path / f"{key}.npz"))
-        expected = model(inputs)
+        loaded = served["reloaded"][key]
+        expected = model(served["reload_inputs"])
         expected = expected if isinstance(expected, dict) else {"output": expected}
         assert sorted(loaded) == sorted(expected), key
         for name, value in expected.items():
@@ -360,16 +369,12 @@ def test_the_keras_file_has_no_optimizer_state(exported, tagger):
             assert "layers" in weights
 
 
-def test_saved_model_cli_lists_the_signature(exported):
+def test_saved_model_cli_lists_the_signature(served):
     # The XPOS export has every output; the served outputs of the UPOS export show its three.
-    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-    result = subprocess.run(
-        [cli, "show", "--all", "--dir", serving_path(exported["xpos"])],
-        capture_output=True, text=True, timeout=300, env=_env(),
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-4000:]
-    assert "signature_def['serving_default']" in result.stdout, result.stdout
-    body = result.stdout.split("signature_def['serving_default']")[1].split("Method name is")[0]
+    assert served["cli"]["code"] == 0
+    stdout = served["cli"]["stdout"]
+    assert "signature_def['serving_default']" in stdout, stdout
+    body = stdout.split("signature_def['serving_default']")[1].split("Method name is")[0]
     inputs, outputs = body.split("following output(s):")
     assert "inputs['sentences'] tensor_info:" in inputs
     assert "DT_STRING" in inputs and "shape: (-1)" in inputs

@@ -144,7 +144,15 @@ def test_a_sentence_that_fits_is_tagged_in_one_pass(model, vocabulary, dev):
     assert len({tag for sentence in tags for tag in sentence}) > 3  # the tags vary
 
 
-@pytest.mark.parametrize("window", [MAX_LENGTH, 7, 4, 1])
+# The default, an odd window and the narrowest, one a word (each a graph of its own to trace;
+# the narrowest only on the CRF, as it only moves the windows); the plans of other windows are
+# test_tagger_serving.py's test_window_plan_equals_tagging_windows.
+@pytest.mark.parametrize(
+    "model, window",
+    [("crf_model", MAX_LENGTH), ("crf_model", 7), ("crf_model", 1), ("softmax_model", MAX_LENGTH),
+     ("softmax_model", 7)],
+    indirect=["model"],
+)  # fmt: skip
 def test_long_sentences_equal_the_window_by_window_reference(model, vocabulary, window):
     sentences = load_ud_english_ewt("dev")[:12]
     long = [long_sentence(sentences, n) for n in (3 * window, 3 * window + 5, window + 1)]

@@ -25,9 +25,10 @@ VOCAB_SIZE = 24
 SOURCES = np.array([[5, 9, 13, 7, 0, 0], [11, 0, 0, 0, 0, 0], [4, 18, 6, 10, 15, 12]], "int32")
 
 # Each switch on a tiny two-block model (so that block-wise options have blocks to differ).
+# One score, the one with the most weights: the others differ only inside the attention layer,
+# whose every score tests/layers/test_multi_head_attention.py checks (against a loop, through a
+# .keras file); test_the_score_reaches_cross_attention_only checks that a score gets there.
 OPTIONS = {
-    "dot score": {"cross_attention_score": "dot"},
-    "cosine score": {"cross_attention_score": "cosine"},
     "additive score": {"cross_attention_score": "additive"},
     "mix of encoder layers": {"cross_attention_layers": "mix"},
     "chosen encoder layers": {"cross_attention_layers": (0, 1)},

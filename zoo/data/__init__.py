@@ -12,12 +12,12 @@ from zoo.data.conllu import (
     load_ud_english_ewt,
     read_conllu,
 )
-from zoo.data.distilled import read_distilled
 from zoo.data.epoch_order import DataCounts, DataPart, DataPosition, epoch_shuffled, skip_done
 from zoo.data.lemma_scripts import apply_lemma_script, lemma_script
 from zoo.data.multi30k import (
     MULTI30K_LANGUAGES,
     MULTI30K_SPLITS,
+    batched,
     load_multi30k,
     multi30k_files,
     one_line,
@@ -49,7 +49,6 @@ from zoo.data.translation_pipeline import TeacherForcing, bucket_spec, make_tran
 from zoo.data.transliteration import load_transliteration, transliterate
 
 __all__ = [
-    "read_distilled",
     "BOS_ID",
     "BOS_PIECE",
     "CorpusFiles",
@@ -77,6 +76,7 @@ __all__ = [
     "UNK_PIECE",
     "UPOS_TAGS",
     "apply_lemma_script",
+    "batched",
     "bucket_spec",
     "epoch_shuffled",
     "lemma_script",

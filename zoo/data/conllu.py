@@ -1,12 +1,8 @@
 """A CoNLL-U reader for part-of-speech tagging, and the bundled UD English-EWT treebank.
 
-UD English-EWT r2.16 ships inside the package, in ``zoo/data/ud_english_ewt/`` (gzipped, with its
-licence, CC BY-SA 4.0, and its attribution in the README there), so :func:`load_ud_english_ewt`
-reads only the installed copy and works offline. :func:`read_conllu` is the generic reader
-underneath; it takes any CoNLL-U file, plain or gzipped, and keeps what a tagger needs: the word
-forms and their UPOS and XPOS tags.
-
-Format reference: https://universaldependencies.org/format.html
+UD English-EWT r2.16 ships in ``zoo/data/ud_english_ewt/`` (CC BY-SA 4.0; licence and
+attribution there), so :func:`load_ud_english_ewt` works offline. :func:`read_conllu` reads any
+CoNLL-U file, plain or gzipped (https://universaldependencies.org/format.html).
 """
 
 import dataclasses
@@ -311,13 +307,11 @@ class _Parser:
 def read_conllu(path):
     """Read a CoNLL-U file, plain or gzipped UTF-8, as a list of :class:`Sentence`.
 
-    Gzip is recognised by its magic bytes, not by the file name; a UTF-8 byte-order mark and
-    ``"\\r\\n"`` line endings are accepted. Sentences are separated by blank lines; the last one
-    is kept even when the file does not end with a blank line. Comment lines (``#``) are
-    skipped, except that ``# sent_id = ...`` sets :attr:`Sentence.sent_id`. Multiword-token
-    lines (ids like ``8-9``) and empty nodes (``8.1``) are skipped: neither carries a
-    word-level tag. Of each word line, FORM, UPOS, XPOS, LEMMA and FEATS are kept. :func:`iter_conllu`
-    streams the same sentences with every byte of them.
+    Gzip is recognised by its magic bytes; a UTF-8 byte-order mark and ``"\\r\\n"`` endings are
+    accepted. Sentences are separated by blank lines (the last kept without one). Comments are
+    skipped but ``# sent_id = ...`` (:attr:`Sentence.sent_id`); multiword-token (``8-9``) and
+    empty-node (``8.1``) lines carry no word-level tag and are skipped. FORM, UPOS, XPOS, LEMMA
+    and FEATS are kept. :func:`iter_conllu` streams the same sentences with every byte of them.
 
     Args:
         path: path of the file (``str`` or ``os.PathLike``).

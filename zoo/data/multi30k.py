@@ -1,27 +1,25 @@
 """Parallel-corpus readers and the bundled Multi30k task 1 (English–German) corpus.
 
-Multi30k ships inside the package, in ``zoo/data/multi30k/`` (gzipped, with its provenance and
-citation in the README there), so :func:`load_multi30k` reads only the installed copy and works
-offline. :func:`read_parallel` is the generic reader underneath; it takes any pair of aligned
-files, plain or gzipped.
+Multi30k ships in ``zoo/data/multi30k/`` (provenance and citation in the README there), so
+:func:`load_multi30k` works offline; :func:`read_parallel` reads any pair of aligned files,
+plain or gzipped.
 """
 
 import contextlib
 import gzip
 import importlib.resources
+import itertools
 import os
 import zlib
 
-__all__ = ["MULTI30K_LANGUAGES", "MULTI30K_SPLITS", "load_multi30k", "multi30k_files", "one_line",
-           "read_lines", "read_parallel"]
+from zoo.data.file_scan import GZIP_MAGIC, UTF8_BOM
+
+__all__ = ["MULTI30K_LANGUAGES", "MULTI30K_SPLITS", "batched", "load_multi30k", "multi30k_files",
+           "one_line", "read_lines", "read_parallel"]
 
 # Split name -> the stem of its files, ``{stem}.{lang}.gz``.
 MULTI30K_SPLITS = {"train": "train", "val": "val", "test2016": "test_2016_flickr"}
 MULTI30K_LANGUAGES = ("en", "de")
-
-_GZIP_MAGIC = b"\x1f\x8b"
-_UTF8_BOM = b"\xef\xbb\xbf"
-
 
 # A tab would break a file's columns, a line break any file's lines (these are the breaks of
 # str.splitlines, so that every reader sees one line).
@@ -42,14 +40,26 @@ def one_line(text):
     return text.translate(_BREAKS)
 
 
+def batched(items, size):
+    """Lists of ``size`` consecutive items (the last may be shorter), streamed: the windows in
+    which long inputs are read (Python 3.12's ``itertools.batched``, which 3.11 lacks).
+
+    Example:
+        >>> list(batched(range(5), 2))
+        [[0, 1], [2, 3], [4]]
+    """
+    it = iter(items)
+    while batch := list(itertools.islice(it, size)):
+        yield batch
+
+
 def read_lines(path, errors="strict"):
     """Read a UTF-8 text file, plain or gzipped, as a list of lines.
 
-    Gzip is recognised by its magic bytes, not by the file name. Lines are split on ``"\\n"``
-    only, so a Unicode line separator (U+2028, U+0085) or a stray ``"\\r"`` inside a sentence
-    cannot break the line alignment of a parallel corpus. A ``"\\r\\n"`` line ending and a UTF-8
-    byte-order mark at the start of the file are removed. No other whitespace is touched. A final
-    newline does not make an extra empty line; empty lines elsewhere are kept.
+    Gzip is recognised by its magic bytes. Lines are split on ``"\\n"`` only, so a Unicode line
+    separator or a stray ``"\\r"`` cannot break a parallel corpus's alignment; a ``"\\r\\n"``
+    ending and a leading byte-order mark are removed, no other whitespace is touched. A final
+    newline makes no extra empty line; other empty lines are kept.
 
     Args:
         path: path of the file (``str`` or ``os.PathLike``).
@@ -75,13 +85,13 @@ def read_lines(path, errors="strict"):
     path = os.fspath(path)
     with open(path, "rb") as f:
         data = f.read()
-    if data.startswith(_GZIP_MAGIC):
+    if data.startswith(GZIP_MAGIC):
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as e:
             raise ValueError(f"{path}: not a readable gzip file ({e}).") from e
-    if data.startswith(_UTF8_BOM):
-        data = data[len(_UTF8_BOM) :]
+    if data.startswith(UTF8_BOM):
+        data = data[len(UTF8_BOM) :]
     if not data:
         return []
     raw_lines = data.split(b"\n")

@@ -1,26 +1,11 @@
 """A parallel corpus in files: line-aligned source and target files of any size, streamed.
 
-:class:`ParallelCorpus` names one or more corpora, each a source file and its target twin (a
-path or a glob of shards, plain or gzipped, optionally weighted). Building it scans every file
-once, at C speed: its line count, its UTF-8, and a checksum (:class:`FileRecord`, made by
-:mod:`zoo.data.file_scan`). A problem is
-then a one-line error naming the file and the line, found before training starts.
-:meth:`ParallelCorpus.fingerprint` records the files by name, size, checksum and lines, so that
-a workdir resumes on the same files at another path and refuses other files
-(:func:`fingerprint_change`).
-
-:meth:`ParallelCorpus.lines` is the ``tf.data`` stream of ``(source, target)`` lines that the
-training pipeline tokenizes: nothing is held in memory but a shuffle window. Each shard is cut
-into pieces of ``shuffle_buffer`` lines; each epoch reads the pieces in an order drawn from the
-seed and the epoch, a few at a time, interleaved, and shuffles windows of ``shuffle_buffer``
-lines by a stateless permutation. So each epoch's order is a function of the seed and the epoch
-alone (a run resumed in a fresh process sees what the interrupted one saw), and a corpus that
-fits in one window gets a full permutation every epoch. A piece that yields fewer lines than its
-file was scanned with (a gzip file truncated since) fails the pipeline with :data:`DATA_ERROR`,
-which :func:`data_error` turns back into the one-line message.
-
-The stream follows OpenNMT-tf's ``training_pipeline`` in spirit (random shards of a line
-dataset, then a bounded shuffle; weighted corpora mixed by sampling).
+:class:`ParallelCorpus` scans every file once before training, so that a bad file is a one-line
+error naming the file and the line, and fingerprints the files so that a workdir resumes on the
+same files at another path. :meth:`ParallelCorpus.lines` streams the pairs (shards cut into
+pieces read in a drawn order, then shuffled in bounded windows by a stateless permutation), so
+that each epoch's order depends on the seed and the epoch alone and a resumed run sees what the
+interrupted one saw. After OpenNMT-tf's ``training_pipeline``.
 """
 
 import dataclasses

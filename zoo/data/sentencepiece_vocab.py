@@ -1,14 +1,10 @@
 """A joint SentencePiece vocabulary: training, and an in-graph tokenizer built on tf-text.
 
-:func:`train_sentencepiece` learns the vocabulary with the ``sentencepiece`` package and writes
-``{model_prefix}.model``. :class:`SentencePieceTokenizer` loads that same file into
-``tensorflow_text.SentencepieceTokenizer``, so tokenization runs inside ``tf.data`` pipelines,
-``tf.function`` and SavedModels, and gives exactly the ids that the Python ``sentencepiece``
-package gives.
-
-The special ids are fixed for every vocabulary trained here: :data:`PAD_ID` ``= 0`` (so that
-Keras ``mask_zero=True`` and the padding of :func:`zoo.data.make_translation_dataset` agree),
-:data:`UNK_ID` ``= 1``, :data:`BOS_ID` ``= 2`` and :data:`EOS_ID` ``= 3``.
+:func:`train_sentencepiece` writes ``{model_prefix}.model``; :class:`SentencePieceTokenizer`
+loads it into ``tensorflow_text`` so that tokenization runs in ``tf.data``, ``tf.function`` and
+SavedModels with the ids of the Python package. The special ids are fixed: :data:`PAD_ID` ``= 0``
+(so ``mask_zero=True`` and the pipeline's padding agree), :data:`UNK_ID` ``= 1``,
+:data:`BOS_ID` ``= 2``, :data:`EOS_ID` ``= 3``.
 
 References:
     Kudo and Richardson (2018), "SentencePiece: A simple and language independent subword
@@ -49,16 +45,11 @@ def train_sentencepiece(
 ):
     """Learn a SentencePiece vocabulary from raw sentences and write ``{model_prefix}.model``.
 
-    For a joint source-target vocabulary, pass the sentences of both languages together. The
-    special ids are always :data:`PAD_ID` (0), :data:`UNK_ID` (1), :data:`BOS_ID` (2) and
-    :data:`EOS_ID` (3). Training is deterministic: the same texts, in the same order, with the same
-    arguments give the same model (the random generator of ``sentencepiece`` is seeded with
-    ``seed``, and the whole input is used, without sampling).
-
-    With ``byte_fallback=True`` (the default) the vocabulary holds the 256 byte pieces
-    ``<0x00>``..``<0xFF>`` (ids 4 to 259), and a character that is not in the vocabulary (an emoji,
-    a script absent from the training text) is encoded as its UTF-8 bytes instead of ``<unk>``,
-    so that detokenization gives it back. ``vocab_size`` must then leave room for them.
+    For a joint vocabulary, pass both languages' sentences together. The special ids are fixed
+    (module docstring). Deterministic: the same texts in the same order with the same arguments
+    give the same model (seeded, the whole input used). With ``byte_fallback`` the 256 byte
+    pieces (ids 4 to 259) encode any character outside the vocabulary as its UTF-8 bytes instead
+    of ``<unk>``, so detokenization gives it back; ``vocab_size`` must leave room for them.
 
     Args:
         texts: an iterable of ``str``, one sentence each.

@@ -1,8 +1,8 @@
-"""The tagger's vocabulary: words and characters to the ids a tagger of ``zoo.models`` reads.
+"""The tagger's vocabulary: words, characters and each head's classes, as ids.
 
-:class:`TaggerVocabulary` is built from training sentences, saved as JSON beside the model, and
-encodes sentences into the tagger's inputs (and labels). The serving SavedModel of
-:mod:`zoo.tasks.tagging.serving` does the same encoding in TensorFlow ops, with these ids.
+:class:`TaggerVocabulary` is built from training sentences and saved as JSON beside the model;
+the tagger's preprocessor (:mod:`zoo.models.tagger.preprocessor`) holds it as an asset and
+encodes sentences with its ids in TensorFlow ops.
 """
 
 import collections

@@ -1,9 +1,6 @@
-"""The tf.data pipeline for training a tagger: encoded words, characters and tags, bucketed.
-
-:func:`make_tagging_dataset` turns tagged sentences into batches for ``fit``: every word is
-encoded once by a :class:`~zoo.data.TaggerVocabulary`; sentences are grouped by length into
-buckets and batched to a word budget; in training, word dropout replaces some word ids by the
-OOV id, so that the model learns to tag every word from its characters too.
+"""The tf.data pipeline for training a tagger: encoded words, characters and tags, bucketed to
+a word budget, with word dropout so that the model learns to tag every word from its
+characters too (:func:`make_tagging_dataset`).
 """
 
 import dataclasses
@@ -107,44 +104,35 @@ def make_tagging_dataset(
 ):
     """Build a ``tf.data.Dataset`` of word-budget batches of tagged sentences.
 
-    The steps: split sentences longer than ``max_length`` (:func:`split_long_sentences`);
-    encode every word (word id, character ids, tag ids); shuffle the sentences (and keep
-    ``part``'s); group them by length into buckets (``zoo.data.bucket_spec``) and batch each
-    bucket so that a batch padded to its longest sentence holds at most ``batch_tokens`` word
-    positions; apply word dropout; prefetch. One pass is one epoch in which every sentence appears exactly once.
+    Split sentences longer than ``max_length`` (:func:`split_long_sentences`), encode every
+    word, shuffle, bucket by length (``zoo.data.bucket_spec``) so that a padded batch holds at
+    most ``batch_tokens`` words, apply word dropout. One pass is one epoch, every sentence once.
 
     Args:
-        sentences: :class:`~zoo.data.Sentence` objects (from ``load_ud_english_ewt``).
-        preprocessor: the tagger's ``zoo.models.TaggerPreprocessor``: its ``encode`` makes the
-            word and character ids, its ``vocabulary`` (a ``zoo.data.TaggerVocabulary``) the
-            labels.
+        sentences: :class:`~zoo.data.Sentence` objects.
+        preprocessor: the tagger's ``zoo.models.TaggerPreprocessor`` (``encode`` makes the ids,
+            its ``vocabulary`` the labels).
         batch_tokens: the word budget of a batch.
         max_length: the longest sentence, in words; longer ones are split.
         bucket_width: the length step between buckets.
         shuffle: shuffle the sentences, anew each epoch.
         seed: the seed of the shuffle and of word dropout.
-        epoch: the shuffle's epoch (:class:`zoo.data.DataPosition`'s ``epoch`` variable):
-            each epoch's order is then a function of ``seed`` and the epoch alone
-            (:func:`zoo.data.epoch_shuffled`).
-        word_dropout: the probability of replacing each real word id by the OOV id (1); 0 for
-            evaluation data. The characters are kept.
-        xpos: also give the XPOS labels, for a tagger with an XPOS head; the vocabulary must
-            have XPOS tags. The same as ``heads=("upos", "xpos")``.
-        heads: the heads to give labels of, ``"upos"`` first (a tagger's ``config.heads``):
-            their ids index ``vocabulary.classes(head)``; the lemma's label is the edit script
-            from the form to the lemma.
-        pad_to_bucket: pad every batch to its bucket's upper bound, so that batches take few
-            shapes (fewer XLA compilations).
+        epoch: :class:`zoo.data.DataPosition`'s ``epoch`` variable: each epoch's order is then
+            a function of ``seed`` and the epoch alone.
+        word_dropout: the probability of replacing each real word id by the OOV id (1), the
+            characters kept; 0 for evaluation data.
+        xpos: the same as ``heads=("upos", "xpos")``; the vocabulary must have XPOS tags.
+        heads: the heads to label, ``"upos"`` first (a tagger's ``config.heads``): ids index
+            ``vocabulary.classes(head)``; the lemma's label is its edit script.
+        pad_to_bucket: pad every batch to its bucket's upper bound (fewer XLA compilations).
         batch_multiple: batch sizes are multiples of this (see ``zoo.data.bucket_spec``).
-        unseen_tags: an XPOS tag, FEATS bundle or lemma script outside the vocabulary
-            (validation data that has a class training never saw): ``"raise"``, or
-            ``"error"``: its label is :data:`UNSEEN_TAG`, which no prediction equals, so the
-            accuracy counts it as an error (the losses leave it out: a softmax head's ignores
-            it, a CRF's path score skips its terms).
+        unseen_tags: for a class outside the vocabulary (validation data): ``"raise"``, or
+            ``"error"``: its label is :data:`UNSEEN_TAG`, which accuracy counts as an error and
+            the losses leave out.
         unseen_counts: a dict that receives ``{head: count}`` of such labels, if given.
         part: ``(index, count)``: only part ``index`` of ``count`` disjoint parts of each
-            epoch (one worker's of a cluster): every part draws the epoch's one order (a
-            shuffle needs ``seed``) and keeps its every ``count``-th sentence.
+            epoch (a worker's): every part draws the one order (a shuffle needs ``seed``) and
+            keeps its every ``count``-th sentence.
 
     Returns:
         A ``tf.data.Dataset`` of ``({"words": (B, T), "chars": (B, T, C)}, labels)``, all

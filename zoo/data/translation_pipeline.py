@@ -1,12 +1,9 @@
 """The tf.data pipeline for sequence-to-sequence training with teacher forcing.
 
-:func:`make_translation_dataset` turns ``(source, target)`` sentence pairs into batches of ids:
-tokenized in-graph, truncated, bucketed by length, batched to a token budget and padded with
-:data:`~zoo.data.PAD_ID`. Each element is ``({"source": S, "target_in": T_in}, T_out)`` where
-``T_in = [BOS] + target`` and ``T_out = target + [EOS]``: the decoder reads the target shifted
-right and learns to predict the next token (:class:`TeacherForcing`). A model trained on
-another objective (masked targets, CTC targets) passes its own: the pipeline reads, tokenizes,
-filters, buckets and pads whatever examples the objective makes of each pair.
+:func:`make_translation_dataset` turns ``(source, target)`` pairs into token-budget batches of
+ids, bucketed by length and padded with :data:`~zoo.data.PAD_ID`, each
+``({"source": S, "target_in": [BOS] + target}, target + [EOS])`` (:class:`TeacherForcing`), or
+whatever examples another objective (masked targets, CTC targets) makes of each pair.
 """
 
 import tensorflow as tf
@@ -135,57 +132,41 @@ def make_translation_dataset(
 ):
     """Build a ``tf.data.Dataset`` of token-budget batches of pairs, teacher-forced by default.
 
-    The steps: shuffle the pairs; tokenize both sides with ``tokenizer`` (in-graph, tf-text);
-    make each pair's example with ``objective`` (by default teacher forcing: the source
-    truncated to ``max_length`` ids and the target to ``max_length - 1`` ids, so that
-    ``[BOS] + target`` and ``target + [EOS]`` have at most ``max_length``); group the examples by
-    length into buckets (:func:`bucket_spec`) and batch each bucket to the token budget; pad with
-    :data:`~zoo.data.PAD_ID` (0); prefetch.
-
-    The length of an example is that of its longest sequence (with teacher forcing,
-    ``max(len(source), len(target) + 1)``). A batch of ``B`` examples padded to ``T`` positions
-    keeps ``B * T <= batch_tokens`` for each of its sequences.
-    One pass over the dataset is one epoch in which every pair appears exactly once (the last,
-    partial batch of each bucket is kept unless ``drop_remainder``). Call ``.repeat()`` for more
-    epochs; with ``shuffle`` each epoch has a new order.
+    Shuffle the pairs, tokenize both sides in-graph, make each pair's example with
+    ``objective``, group the examples into length buckets (:func:`bucket_spec`), batch each to
+    the token budget and pad with :data:`~zoo.data.PAD_ID`. An example's length is that of its
+    longest sequence; a batch of ``B`` examples padded to ``T`` keeps ``B * T <= batch_tokens``.
+    One pass is one epoch, every pair once (each bucket's partial batch kept unless
+    ``drop_remainder``); ``.repeat()`` for more, each in a new order with ``shuffle``.
 
     Args:
-        pairs: a :class:`~zoo.data.ParallelCorpus` (files, streamed: nothing held in
-            memory but ``shuffle_buffer`` pairs), or a sequence of ``(source, target)`` string
-            pairs, e.g. from :func:`~zoo.data.load_multi30k` (held in memory). Pairs with an
-            empty side (nothing but whitespace) are skipped either way.
+        pairs: a :class:`~zoo.data.ParallelCorpus` (streamed), or a sequence of
+            ``(source, target)`` strings (held in memory). Pairs with an empty side are skipped.
         tokenizer: a :class:`~zoo.data.SentencePieceTokenizer` (or any object with
             ``tokenize`` and ``pad_id``/``bos_id``/``eos_id``); its pad id must be 0.
         batch_tokens: the token budget of a batch (examples times padded length).
-        max_length: the longest sequence kept, in tokens; longer ones are truncated.
-        bucket_width: the length step between buckets; smaller means less padding and more
-            buckets.
+        max_length: the longest sequence kept, in tokens.
+        bucket_width: the length step between buckets (smaller: less padding, more buckets).
         shuffle: shuffle the pairs before bucketing, anew each epoch.
-        shuffle_buffer: the shuffle buffer; by default all the pairs of a sequence (a full
-            shuffle), a corpus's :data:`~zoo.data.parallel_corpus.SHUFFLE_BUFFER` (a full
-            shuffle of a corpus no larger).
-        seed: the shuffle seed, for a reproducible order.
-        epoch: a full shuffle's epoch (:class:`zoo.data.DataPosition`'s ``epoch``
-            variable): each epoch's order is then a function of ``seed`` and the epoch alone,
-            as a run resumed mid-epoch needs (:func:`zoo.data.epoch_shuffled`).
-        pad_to_bucket: pad every batch to its bucket's upper bound instead of its own longest
-            example, so that batches take only a few shapes (fewer retracings under XLA); then
-            the source and the target of a batch have the same length.
+        shuffle_buffer: by default all the pairs of a sequence, or a corpus's
+            :data:`~zoo.data.parallel_corpus.SHUFFLE_BUFFER`.
+        seed: the shuffle seed.
+        epoch: :class:`zoo.data.DataPosition`'s ``epoch`` variable: each epoch's order is then a
+            function of ``seed`` and the epoch alone, as a run resumed mid-epoch needs.
+        pad_to_bucket: pad every batch to its bucket's upper bound (fewer shapes, fewer XLA
+            retracings); source and target of a batch then have the same length.
         drop_remainder: drop the last partial batch of each bucket.
-        objective: what each pair's ids become (see :class:`TeacherForcing`), made for this
-            ``max_length``; by default ``TeacherForcing(max_length, tokenizer.bos_id,
-            tokenizer.eos_id)``. A model trained on another objective brings its own.
+        objective: what each pair's ids become, made for this ``max_length``; by default
+            ``TeacherForcing(max_length, tokenizer.bos_id, tokenizer.eos_id)``.
         batch_multiple: batch sizes are multiples of this (see :func:`bucket_spec`).
-        long_pairs: ``"truncate"`` the sides longer than their limits (what validation
-            wants: every pair counts), or ``"skip"`` the pairs of which the source is over
-            ``max_length`` or the target over the objective's ``target_limit`` (what training
-            wants: a truncated target teaches the model to stop mid-sentence); the objective
-            may still cut a source to fewer ids.
+        long_pairs: ``"truncate"`` over-long sides (validation: every pair counts), or
+            ``"skip"`` pairs whose source is over ``max_length`` or target over the
+            objective's ``target_limit`` (training: a truncated target teaches the model to
+            stop mid-sentence).
         counts: a :class:`zoo.data.DataCounts` that counts the pairs read and skipped.
         part: ``(index, count)``: only part ``index`` of ``count`` disjoint parts of each
-            epoch (a worker's of a cluster): of a corpus's files, by file when it has at least
-            ``count`` shards, else by line (:meth:`~zoo.data.ParallelCorpus.part_of`); of a
-            sequence, every ``count``-th pair of the epoch's order.
+            epoch (a worker's): a corpus's by file or line
+            (:meth:`~zoo.data.ParallelCorpus.part_of`), a sequence's every ``count``-th pair.
 
     Returns:
         A ``tf.data.Dataset`` of the objective's examples in batches, padded: by default
@@ -287,8 +268,8 @@ def prefetched(ds):
     """``ds`` prefetching two batches, with tf.data's autotuning off.
 
     Autotuning runs a thread per iterator (``tf_data_model``), and an iterator's destructor
-    waits for it: here that wait was 0.3 to 49 s, at random, for each iterator that Python's
-    garbage collector freed (Keras leaves each ``fit``'s iterators in reference cycles). Our
+    waits for it, for a long and random time, whenever Python's garbage collector frees one
+    (Keras leaves each ``fit``'s iterators in reference cycles). Our
     pipelines read from memory and feed a model that costs far more per batch, so a fixed
     prefetch and the parallel maps' default parallelism lose nothing.
     """

@@ -1,11 +1,9 @@
 """A transliteration-like task made by a rule, for attention that must move left to right.
 
-Each letter of a random lower-case phrase becomes one or two output letters by a fixed table
-(``c`` -> ``ts``, ``x`` -> ``ks``, ...: insertions, so the alignment is monotonic but not the
-diagonal), spaces stay. The splits are drawn from fixed seeds, so every machine makes the same
-pairs and nothing is shipped but this file: ``train`` (20,000 phrases of 4 to 24 characters),
-``val`` and ``test`` (1,000 each, the same lengths, none in train) and ``long`` (500 phrases of
-36 to 64 characters, longer than any in training: where plain attention loses its place).
+Each letter of a random phrase becomes one or two letters by a fixed table (``c`` -> ``ts``,
+...), so the alignment is monotonic but not the diagonal. The splits come from fixed seeds, so
+nothing is shipped but this file: ``train``, ``val``, ``test``, and ``long``, with phrases longer
+than any in training (where plain attention loses its place).
 """
 
 import functools

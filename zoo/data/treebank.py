@@ -1,10 +1,8 @@
 """A treebank named by its CoNLL-U files: what ``zoo train tagger --train F --valid F`` reads.
 
-:class:`Treebank` expands the paths and globs it is given, scans each file once (its size,
-checksum and UTF-8, :func:`zoo.data.file_scan.scan_file`) and reads its sentences through the
-one CoNLL-U reader (:func:`zoo.data.conllu.iter_conllu`), so that a malformed file is named with
-its line before training starts. It records the files without their paths
-(:meth:`Treebank.fingerprint`), so that a workdir resumes on the same files anywhere.
+:class:`Treebank` scans each file once and reads it through the one CoNLL-U reader, so that a
+malformed file is named with its line before training starts, and records the files without
+their paths (:meth:`Treebank.fingerprint`), so that a workdir resumes on the same files anywhere.
 """
 
 import os

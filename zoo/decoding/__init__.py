@@ -1,14 +1,10 @@
 """zoo.decoding: greedy, beam, sampling and non-autoregressive searches, XLA-safe, and the
 strings-to-strings frame around them. Never imports a model.
 
-A search sees only ``step(token_ids, caches, index) -> (logits, caches)`` and the initial
-caches (a nested structure of batch-major tensors, the encoder output in them), as keras-hub's
-samplers and flax's ``decode.py`` do; a model's task hands both. The loops are ``keras.ops``
-that compile with ``tf.function(jit_compile=True)`` and trace in plain graph mode for a
-SavedModel. :func:`uncached_greedy_search` is the slow reference that re-runs the whole model
-every step. A non-autoregressive (CMLM) model takes :func:`nat_search` over
-``decode(target_in)``. :func:`translate_strings` is the strings-to-strings frame around an
-ids -> ids search, and :func:`translate_sentences` runs it under XLA in batches.
+A search sees only ``step(token_ids, caches, index) -> (logits, caches)`` and the initial caches
+(the encoder output in them), as keras-hub's samplers and flax's ``decode.py`` do; a NAT search
+sees ``decode(target_in)``. The loops are ``keras.ops`` that compile under XLA and trace in plain
+graph mode for a SavedModel.
 """
 
 from zoo.decoding.beam import beam_search, length_penalty

@@ -41,22 +41,14 @@ def beam_search(
 ):
     """Decode with beam search: the best length-normalised hypothesis of each sentence.
 
-    The caches (made once per sentence, the encoder output in them) are repeated per beam
-    (:func:`~zoo.decoding.search_helpers.tile_for_beams`). Every step scores the ``K * V``
-    continuations of the ``K`` live beams of each sentence and keeps the ``2K`` best. Of those, a
-    candidate ending in EOS is *finished* when it ranks among the first ``K`` (as in fairseq, so
-    that ``beam_size=1`` is greedy search); the best finished hypothesis of each sentence is kept
-    apart from the live beams. The ``K`` best candidates without EOS become the new live beams, and
-    the caches that the step changed (the self-attention caches) are reordered by their parent
-    beams; those it hands back untouched (the encoder's) are the same for every beam of a sentence
-    and stay as they are. Hypotheses still live after ``max_length`` steps count as finished at that
-    length.
-
-    With ``early_stopping`` the loop stops once no live beam of any sentence can still beat
-    the best finished hypothesis of its sentence. That test is exact, not a heuristic: a
-    live beam's log-probability only falls as it grows, so its best possible score is its
-    log-probability divided by the largest length penalty it can still reach. The result is
-    therefore the same as without early stopping, which only runs longer.
+    The caches are repeated per beam (:func:`~zoo.decoding.search_helpers.tile_for_beams`).
+    Every step keeps the ``2K`` best of the ``K * V`` continuations; a candidate ending in EOS is
+    finished when it ranks among the first ``K`` (as in fairseq, so ``beam_size=1`` is greedy),
+    and the ``K`` best without EOS become the live beams, the caches the step changed reordered
+    by parent (those it returns untouched, the encoder's, stay). Beams still live after
+    ``max_length`` steps count as finished. ``early_stopping`` is exact, not a heuristic: it stops
+    once no live beam can beat its sentence's best finished one (a log-probability only falls as
+    a beam grows), so the result is the same as without it.
 
     Args:
         step: ``step(token_ids, caches, index) -> (logits, caches)``, as for

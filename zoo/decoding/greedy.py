@@ -7,9 +7,9 @@ TensorFlow graph mode and compile with XLA (``tf.function(jit_compile=True)``).
 from keras import ops
 
 from zoo.decoding.search_helpers import (
-    batch_size,
     check_max_length,
     mask_padding_logits,
+    token_by_token,
     write_column,
 )
 from zoo.special_ids import BOS_ID, EOS_ID, PAD_ID
@@ -51,28 +51,11 @@ def greedy_search(step, caches, max_length, bos_id=BOS_ID, eos_id=EOS_ID):
     References:
         Vaswani et al. 2017, "Attention Is All You Need" (autoregressive decoding).
     """
-    max_length = check_max_length(max_length)
-    batch = batch_size(caches)
 
-    def cond(index, token, ids, finished, caches):
-        return ops.logical_and(index < max_length, ops.logical_not(ops.all(finished)))
+    def choose(logits, index):
+        return ops.cast(ops.argmax(logits, axis=-1), "int32")
 
-    def body(index, token, ids, finished, caches):
-        logits, caches = step(token, caches, index)
-        next_token = ops.cast(ops.argmax(mask_padding_logits(logits), axis=-1), "int32")  # (B,)
-        ids = write_column(ids, index, ops.where(finished, PAD_ID, next_token))
-        finished = ops.logical_or(finished, ops.equal(next_token, eos_id))
-        return index + 1, ops.expand_dims(next_token, 1), ids, finished, caches
-
-    loop_vars = (
-        ops.convert_to_tensor(0, "int32"),
-        ops.full((batch, 1), bos_id, "int32"),  # the token fed at the current position
-        ops.zeros((batch, max_length), "int32"),
-        ops.zeros((batch,), "bool"),
-        caches,
-    )
-    _, _, ids, _, _ = ops.while_loop(cond, body, loop_vars)
-    return ids
+    return token_by_token(step, caches, check_max_length(max_length), choose, bos_id, eos_id)
 
 
 def uncached_greedy_search(

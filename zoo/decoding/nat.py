@@ -1,14 +1,10 @@
 """Decoding for a non-autoregressive (CMLM) translator: length candidates, Mask-Predict
 refinement and the choice among the candidates, over a plain ``decode(target_in)`` function.
 
-Everything is ``keras.ops`` with fixed shapes: the refinement is one ``while_loop``, so it
-compiles with ``tf.function(jit_compile=True)``. ``iterations`` and ``length_beam`` may also be
-scalar int tensors in plain graph mode (a SavedModel's request): they are clamped to
-``[1, MAX_ITERATIONS]`` and ``[1, MAX_LENGTH_BEAM]``, and the shapes become dynamic. A model
-trained to fill a fixed width (its targets are tokens, EOS, then EOS up to the width, as
-``length_mode="max"`` of :mod:`zoo.models.nat` trains) needs no length prediction: pass each
-sentence's width as ``lengths`` to :func:`nat_search` (or to :func:`mask_predict`, then
-:func:`cut_at_first_eos`), and each sentence ends at its first EOS.
+Everything is ``keras.ops`` with fixed shapes (the refinement is one ``while_loop``), so it
+compiles under XLA. In plain graph mode (a SavedModel's request) ``iterations`` and
+``length_beam`` may be scalar tensors, clamped to ``[1, MAX_ITERATIONS]`` and
+``[1, MAX_LENGTH_BEAM]``.
 """
 
 import numbers
@@ -141,20 +137,13 @@ def mask_predict(decode, lengths, iterations, max_length, mask_id=UNK_ID, early_
     """Mask-Predict: predict every position at once, then re-mask and re-predict the least
     confident ones, fewer at every iteration.
 
-    Iteration 0 feeds ``mask_id`` at every position below the length and takes each
-    position's most likely token and its probability. Iteration ``t = 1 .. T-1`` re-masks
-    the ``n = floor(length * (T - t) / T)`` positions of lowest probability, runs the decoder
-    again, and only the re-masked positions take its new tokens and probabilities. Of equal
-    probabilities, the lower position is re-masked first. The padding id and ``mask_id`` are
-    never predicted (their logits are -inf), so the probabilities are over the other tokens.
-
-    With ``early_stopping`` a sentence is finished (frozen) after an iteration ``t >= 1`` that
-    changed none of its tokens, and the loop stops once every sentence is finished, as
-    fairseq's adaptive refinement does. The decoder still runs on the whole batch, so a
-    sentence's result does not depend on the others. This is a heuristic, off by default: the
-    later iterations re-mask fewer tokens, each with more context, and change what an earlier
-    one left alone (the shipped NAT on val, T=10 l=3: 29.47 BLEU with it, 33.72 without;
-    ``python benchmarks/nat_refinement.py``).
+    Iteration ``t`` of ``T`` re-masks the ``floor(length * (T - t) / T)`` real positions of
+    lowest probability (all of them at ``t = 0``; the lower position first of equals), and only
+    those take the decoder's new tokens and probabilities. Padding and ``mask_id`` are never
+    predicted. With ``early_stopping`` a sentence freezes after an iteration ``t >= 1`` that
+    changed none of its tokens, and the loop ends when all have (fairseq's adaptive
+    refinement); a sentence's result never depends on the others. It is off by default: later
+    iterations, with more context, change what earlier ones left alone, and quality drops.
 
     Args:
         decode: ``decode(target_in) -> logits``: ``(N, L)`` int32 decoder inputs (tokens or
@@ -264,20 +253,13 @@ def nat_search(
     """Decode a non-autoregressive translator: Mask-Predict on a few candidate lengths per
     sentence, and the best candidate of each.
 
-    The candidates are :func:`length_candidates` of ``length_logits``, or ``lengths`` given
-    directly. All ``B * l`` candidates are refined together by :func:`mask_predict`; row
-    ``b * l + k`` of ``decode``'s input is candidate ``k`` of sentence ``b``, so ``decode``
-    must close over the encoder output repeated per candidate in that order:
-    ``tile_for_beams(memory, length_beam)`` (:func:`~zoo.decoding.tile_for_beams`). Each
-    sentence keeps the candidate with the highest mean log-probability over its length (the
-    positions after an early EOS included), or, with ``rescore``, the highest rescore; of
-    equal scores, the earlier candidate. Tokens after its first EOS are set to 0. With
-    ``iterations=1`` and ``length_beam=1`` this is the one-pass decoder (the argmax at every
-    position of the predicted length).
-
-    A model trained to fill a fixed width needs no length prediction: pass each sentence's
-    width as ``lengths`` (e.g. ``ops.full((B,), max_length, "int32")``) and no
-    ``length_logits``; the sentence ends at its first EOS.
+    The ``B * l`` candidates (:func:`length_candidates` of ``length_logits``, or ``lengths``)
+    are refined together by :func:`mask_predict`; row ``b * l + k`` is candidate ``k`` of
+    sentence ``b``, so ``decode`` must close over ``tile_for_beams(memory, length_beam)``.
+    Each sentence keeps the candidate of highest mean log-probability over its length (or of
+    highest ``rescore``; the earlier of equals), cut after its first EOS. With
+    ``iterations=1`` and ``length_beam=1`` this is the one-pass decoder. A model trained to
+    fill a fixed width passes each sentence's width as ``lengths`` and no ``length_logits``.
 
     Args:
         decode: ``decode(target_in) -> logits`` on ``(B * l, L)`` inputs, as for

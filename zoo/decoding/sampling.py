@@ -5,13 +5,8 @@ import numbers
 import keras
 from keras import ops
 
-from zoo.decoding.search_helpers import (
-    batch_size,
-    check_max_length,
-    mask_padding_logits,
-    write_column,
-)
-from zoo.special_ids import BOS_ID, EOS_ID, PAD_ID
+from zoo.decoding.search_helpers import batch_size, check_max_length, token_by_token
+from zoo.special_ids import BOS_ID, EOS_ID
 
 __all__ = ["sample", "sample_from_logits"]
 
@@ -129,28 +124,9 @@ def sample(
     batch = batch_size(caches)
     uniforms = keras.random.uniform((max_length, batch), seed=seed)  # one per step and row
 
-    def cond(index, token, ids, finished, caches):
-        return ops.logical_and(index < max_length, ops.logical_not(ops.all(finished)))
+    def choose(logits, index):
+        uniform = ops.take(uniforms, index, axis=0)
+        return sample_from_logits(logits, uniform, temperature=temperature, top_k=top_k,
+                                  top_p=top_p)  # fmt: skip
 
-    def body(index, token, ids, finished, caches):
-        logits, caches = step(token, caches, index)
-        next_token = sample_from_logits(
-            mask_padding_logits(logits),
-            ops.take(uniforms, index, axis=0),
-            temperature=temperature,
-            top_k=top_k,
-            top_p=top_p,
-        )  # (B,)
-        ids = write_column(ids, index, ops.where(finished, PAD_ID, next_token))
-        finished = ops.logical_or(finished, ops.equal(next_token, eos_id))
-        return index + 1, ops.expand_dims(next_token, 1), ids, finished, caches
-
-    loop_vars = (
-        ops.convert_to_tensor(0, "int32"),
-        ops.full((batch, 1), bos_id, "int32"),
-        ops.zeros((batch, max_length), "int32"),
-        ops.zeros((batch,), "bool"),
-        caches,
-    )
-    _, _, ids, _, _ = ops.while_loop(cond, body, loop_vars)
-    return ids
+    return token_by_token(step, caches, max_length, choose, bos_id, eos_id)

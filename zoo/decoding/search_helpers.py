@@ -1,6 +1,7 @@
 """What the searches share: the batch size of the caches, their repetition per beam, the
-masking of the padding id, the writing of one column of a ``(B, L)`` buffer, and the check of
-``max_length``. Everything is ``keras.ops``, safe under XLA and in plain graph mode.
+masking of the padding id, the writing of one column of a ``(B, L)`` buffer, the check of
+``max_length``, and the token-by-token loop of greedy search and sampling. Everything is
+``keras.ops``, safe under XLA and in plain graph mode.
 """
 
 import numbers
@@ -16,6 +17,7 @@ __all__ = [
     "check_max_length",
     "mask_padding_logits",
     "tile_for_beams",
+    "token_by_token",
     "write_column",
 ]
 
@@ -46,6 +48,38 @@ def write_column(buffer, index, values):
     columns = ops.arange(ops.shape(buffer)[-1], dtype="int32")
     at_index = ops.equal(columns, ops.cast(index, "int32"))
     return ops.where(at_index, ops.expand_dims(ops.cast(values, buffer.dtype), -1), buffer)
+
+
+def token_by_token(step, caches, max_length, choose, bos_id, eos_id):
+    """The loop of greedy search and sampling: one token per sequence and step, from ``bos_id``.
+
+    ``step(token_ids, caches, index) -> (logits, caches)`` runs the model;
+    ``choose(logits, index) -> (B,)`` int32 ids picks the next tokens from the ``(B, V)``
+    logits, the padding id forbidden. A sequence is finished at its first ``eos_id``; the loop
+    stops when all are, or after ``max_length`` (checked by the caller) steps. Returns the
+    ``(B, max_length)`` int32 ids, ``PAD_ID`` after each EOS.
+    """
+    batch = batch_size(caches)
+
+    def cond(index, token, ids, finished, caches):
+        return ops.logical_and(index < max_length, ops.logical_not(ops.all(finished)))
+
+    def body(index, token, ids, finished, caches):
+        logits, caches = step(token, caches, index)
+        next_token = choose(mask_padding_logits(logits), index)  # (B,)
+        ids = write_column(ids, index, ops.where(finished, PAD_ID, next_token))
+        finished = ops.logical_or(finished, ops.equal(next_token, eos_id))
+        return index + 1, ops.expand_dims(next_token, 1), ids, finished, caches
+
+    loop_vars = (
+        ops.convert_to_tensor(0, "int32"),
+        ops.full((batch, 1), bos_id, "int32"),  # the token fed at the current position
+        ops.zeros((batch, max_length), "int32"),
+        ops.zeros((batch,), "bool"),
+        caches,
+    )
+    _, _, ids, _, _ = ops.while_loop(cond, body, loop_vars)
+    return ids
 
 
 def check_max_length(max_length):

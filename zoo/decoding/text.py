@@ -1,9 +1,8 @@
 """Sentences in, sentences out: the strings-to-strings frame around an ids -> ids search.
 
-:func:`translate_strings` is the frame in graph ops (the model's preprocessor around the search),
-shared by :func:`translate_sentences` (the search under XLA, in batches) and the
-SavedModels of :mod:`zoo.export.text_serving`. It knows the model's preprocessor and a search,
-never the model: the model hands the search. TensorFlow is imported when a function is called.
+:func:`translate_strings` is the frame in graph ops, shared by :func:`translate_sentences` (XLA,
+in batches) and the SavedModels. It knows the preprocessor and a search, never the model.
+TensorFlow is imported when a function is called.
 """
 
 import weakref
@@ -25,15 +24,12 @@ _COMPILED = weakref.WeakKeyDictionary()
 
 
 class Buckets(NamedTuple):
-    """The padded shapes of :func:`bucketed`: each XLA-compiled search compiles one program
-    per (rows, length) pair it meets, so these bound what a server compiles and what an
-    export's XLA warm-up must cover (``len(rows) x len(lengths)`` programs per search).
+    """The padded shapes of :func:`bucketed`: an XLA search compiles one program per (rows,
+    length) pair, so these bound what a server and an export's warm-up compile.
 
-    ``rows``: the batch sizes a batch is padded up to, ascending; a batch of more rows than
-    the last is split into batches of that many. ``lengths``: the source lengths a batch is
-    padded up to, ascending; past the last, multiples of the last (models that read more
-    tokens). Coarser buckets mean fewer programs and more padding: see
-    ``benchmarks/bucket_padding.py`` for the cost of each choice.
+    ``rows``: the batch sizes a batch is padded up to, ascending (a larger batch is split).
+    ``lengths``: the source lengths, ascending; past the last, multiples of the last. Coarser
+    buckets mean fewer programs and more padding (``benchmarks/bucket_padding.py``).
     """
 
     rows: tuple
@@ -55,25 +51,20 @@ class Buckets(NamedTuple):
         return sorted({self.padded_length(n, source_limit) for n in range(1, source_limit + 1)})
 
 
-# What bucketed() pads to, in process and in every export: 3 batch sizes x 7 lengths (for 128
-# source positions), 21 programs per XLA search. Lengths are fine and rows coarse because a
-# length's padding costs the most: on the shipped translator, padding batches of 64 to powers of
-# two tokens made beam search 1.6x slower, the rows' buckets a few percent
-# (benchmarks/bucket_padding.py). The ladder before (every power of two rows, every multiple of
-# 8 tokens) made 112 programs, which no warm-up compiled in issue 55's 2 minutes.
+# What bucketed() pads to, in process and in every export: 3 batch sizes x 7 lengths, 21 programs
+# per XLA search, few enough for a warm-up to compile. Lengths are fine and rows coarse because
+# padding a length costs a search far more than padding rows (benchmarks/bucket_padding.py).
 BUCKETS = Buckets(rows=(1, 8, 64), lengths=(16, 24, 32, 48, 64, 96, 128))
 
 
 def output_length(source_ids, limit=None):
     """How many target tokens a search of these sources makes room for: ``1.2 S + 10``.
 
-    ``S`` is the width of the padded batch, as fairseq sizes its searches
-    (``--max-len-a 1.2 --max-len-b 10``, the setting of its translation examples), capped by
-    the model's ``limit`` positions. The caches, the buffers and beam search's exact early
-    stopping bound all follow this length, so a batch of short sentences is not decoded at
-    the cost of the longest one the model can read. On Multi30k training data, 8 of 29,000
-    references are longer than this for their own source; in a batch, the widest source
-    sets the length.
+    ``S`` is the width of the padded batch, as fairseq sizes its searches (``--max-len-a 1.2
+    --max-len-b 10``), capped by the model's ``limit`` positions. The caches, the buffers and
+    beam search's early-stopping bound follow this length, so a batch of short sentences is not
+    decoded at the cost of the longest one the model can read; hardly any reference is longer
+    than this for its own source.
 
     Args:
         source_ids: ``(B, S)`` source ids, 0-padded.
@@ -96,11 +87,9 @@ def output_length(source_ids, limit=None):
 def translate_strings(inputs, preprocessor, search):
     """The frame of every text-to-text decoder: strings in, strings out, in TensorFlow ops.
 
-    The model's preprocessor tokenizes the inputs (:meth:`tokenize`: invalid UTF-8 replaced,
-    truncated to its ``max_length``). The rows with tokens go to ``search`` as one 0-padded
-    batch (none at all when no row has a token); the preprocessor turns its ids back into text
-    (:meth:`detokenize`: cut after the first EOS, valid UTF-8). A row without tokens (empty,
-    blank, only invalid bytes) translates to ``""``.
+    The preprocessor tokenizes (invalid UTF-8 replaced, truncated to its ``max_length``); the
+    rows with tokens go to ``search`` as one 0-padded batch (none when no row has a token); the
+    preprocessor detokenizes (cut after the first EOS). A row without tokens gives ``""``.
 
     Args:
         inputs: ``tf.string`` ``(B,)``, the sentences (any bytes; B may be 0).
@@ -171,13 +160,9 @@ def translate_sentences(
 ):
     """Translate sentences with the search that ``make_search`` builds for ``model``.
 
-    The sentences go through :func:`translate_strings` (tokenized in the graph by the
-    preprocessor, truncated to its ``max_length`` tokens, cut after EOS, detokenized) with the
-    search under ``tf.function(jit_compile=True)``, compiled once per settings and padded
-    shape and cached with the model. They go through in batches of ``batch_size`` sentences
-    of similar lengths (sorted by length, the results in the order given); batches are padded
-    to the rows and lengths of :data:`BUCKETS` (:func:`bucketed`), the exports' shapes, so
-    that few are ever compiled; padding changes no translation that ends.
+    :func:`translate_strings` with the search under XLA, compiled once per settings and padded
+    shape and cached with the model; batches of ``batch_size`` sentences of similar lengths
+    (results in the order given), padded to :data:`BUCKETS` (:func:`bucketed`).
 
     Args:
         model: the trained model (the key of the compiled functions' cache).
@@ -246,23 +231,18 @@ def xla_compiled(function):
 def bucketed(search, source_limit=None, buckets=BUCKETS, rows=True):
     """``search`` on sources padded to few shapes: what an XLA-compiled search needs.
 
-    XLA compiles a function once per input shape. The source batch is padded up to its
-    :class:`Buckets` rows and length (within ``source_limit``), so that any stream of
-    requests compiles ``len(buckets.rows) x len(buckets.lengths)`` shapes, not one per
-    request; a batch of more rows than the largest bucket is searched in parts of that many
-    rows, one after the other (their memory is one part's). Padding changes no translation
-    that ends (the padded rows are dropped from the result), but the search's length follows
-    the padded width (:func:`output_length`): a translation that never ends runs to that
-    length.
+    XLA compiles once per input shape, so the batch is padded up to its :class:`Buckets` rows
+    and length (within ``source_limit``); a batch of more rows than the largest bucket is
+    searched in parts. Padding changes no translation that ends (padded rows are dropped), but
+    the search's length follows the padded width (:func:`output_length`).
 
     Args:
         search: a function of ``(B, S)`` int32 source ids, 0-padded, to ``(B, L)`` ids.
         source_limit: the model's source positions (None: no limit).
         buckets: the padded shapes (:data:`BUCKETS`, those of every export).
-        rows: pad the batch's rows and split it too (for XLA); False pads only its width,
-            which is all that a search in plain graph mode needs to give the same outputs
-            (rows are searched independently): it compiles nothing per shape, and a loop
-            over parts would keep TensorFlow from hoisting the weights out of the search's.
+        rows: pad and split the rows too (for XLA); False pads only the width, all that a
+            plain graph-mode search needs for the same outputs (a loop over parts would keep
+            TensorFlow from hoisting the weights out of the search's).
 
     Returns:
         A function of the same arguments and results (int32 ids), in TensorFlow ops.

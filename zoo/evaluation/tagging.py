@@ -1,7 +1,6 @@
 """Tagging accuracy: overall and on out-of-vocabulary words."""
 
 
-
 def tagging_accuracy(gold, predicted, oov=None):
     """Token accuracy of ``predicted`` tags against ``gold``, overall and on OOV words.
 

@@ -1,22 +1,11 @@
 """Print the translations of exported translators side by side.
 
-Usage::
-
-    python -m zoo.export.compare DIR [DIR ...] [--greedy | --beam-size K] [-- SENTENCE ...]
-
-Each ``DIR`` is a folder written by :meth:`zoo.models.Translator.export_serving` (the highest
-version in its ``serving/`` is loaded, as TF Serving would), or a SavedModel folder itself. The
-sentences after ``--`` are translated by every model; without them, a few English sentences in
-the style of Multi30k are. The table has one column per model, headed by its folder, and wraps
-to the terminal's width.
-
-A folder that does not exist, or holds no loadable SavedModel, gets a one-line message on
-stderr, and the other models still print. The exit status is 0 when at least one model
-translated, 1 when none could be loaded, 2 for a usage error.
-
-Only TensorFlow and tensorflow_text are imported (the SavedModel needs nothing else), so this
-file also runs as a plain script, ``python zoo/export/compare.py ...``, where zoo is not
-installed.
+Usage: ``python -m zoo.export.compare DIR [DIR ...] [--greedy | --beam-size K] [-- SENTENCE ...]``.
+Each ``DIR`` is an export folder (its highest ``serving/`` version) or a SavedModel folder;
+without sentences, a few Multi30k-style English ones are translated. A folder that cannot be
+loaded gets a line on stderr and the others still print. Exit status: 0 when a model translated,
+1 when none loaded, 2 for a usage error. Imports only TensorFlow and tensorflow_text, so it also
+runs as a plain script where zoo is not installed.
 """
 
 import argparse

@@ -1,9 +1,6 @@
 """The export folder of every task, written once: ``model.keras``, the vocabulary and
-``serving/<version>/``, the SavedModel in TF Serving's layout.
-
-A task's serving module (a ``tf.Module`` whose ``tf.function`` methods are the signatures)
-brings the text processing; :func:`write_export` writes the folder the same way for every
-task, with a progress bar over its stages when asked.
+``serving/<version>/``, the SavedModel in TF Serving's layout, from a task's serving module
+(a ``tf.Module`` whose ``tf.function`` methods are the signatures).
 """
 
 import os

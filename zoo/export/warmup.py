@@ -1,12 +1,9 @@
 """TF Serving's warm-up file: requests that the server replays when it loads a SavedModel, so that
 the first real request does not pay for the signature's first call.
 
-TF Serving reads ``assets.extra/tf_serving_warmup_requests`` in the version folder, a TFRecord
-file of serialized ``tensorflow.serving.PredictionLog`` messages (its SavedModel warm-up
-guide), at most 1,000 of them; a request that fails fails the model's load. The messages are
-written here from their field numbers (``tensorflow_serving/apis/prediction_log.proto``,
-``predict.proto``, ``model.proto``), so that exporting needs neither ``tensorflow-serving-api``
-nor the TensorFlow it pins; the tensors are TensorFlow's own ``TensorProto``.
+``assets.extra/tf_serving_warmup_requests`` is a TFRecord of ``PredictionLog`` messages (at most
+1,000; one that fails fails the load). They are written here from their field numbers, so that
+exporting needs neither ``tensorflow-serving-api`` nor the TensorFlow it pins.
 """
 
 import numpy as np

@@ -10,15 +10,11 @@ __all__ = ["CharacterEmbedding"]
 class CharacterEmbedding(keras.layers.Layer):
     """Embeds each word from its spelling: character embeddings, a convolution, a max, a projection.
 
-    For the character ids ``c_1..c_n`` of a word (the real ones: id 0 is padding), the layer
-    computes ``W . max_i relu(conv(e(c))_i) + b``: each character is embedded, a convolution of
-    width ``kernel_size`` runs along the word (with several widths, one convolution per width,
-    their maxima concatenated: Kim et al. 2016, so that affixes of 2 to 5 characters each get
-    their own filters) (padding characters count as zero vectors, like the
-    convolution's own zero padding, so the result does not depend on how far a word is padded),
-    the maximum over the word's real characters keeps the strongest match of each filter, and a
-    dense layer maps the ``filters`` maxima to ``embed_dim``. Added to a word embedding, it gives
-    words never seen in training a representation from their affixes and capitalisation.
+    For a word's characters the layer computes ``W . max_i relu(conv(e(c))_i) + b``: one
+    convolution per width in ``kernel_size`` (Kim et al. 2016: affixes of each length get their
+    own filters), padding characters as zero vectors (so the result does not depend on how far
+    a word is padded), the maximum over the real characters, a dense projection. Added to a word
+    embedding, it gives unseen words a representation from their affixes and capitalisation.
 
     Args:
         vocab_size: the number of character ids (id 0 is padding).

@@ -1,21 +1,12 @@
 """A linear-chain conditional random field: the layer, its loss, its accuracy and Viterbi decoding.
 
-The design, in one paragraph: the :class:`CRF` layer turns per-token emission scores ``(B, T, K)``
-into the *potentials* of the chain, ``(B, T, K, K)``: ``potentials[b, t, i, j]`` is the score of
-tag ``j`` at token ``t`` when the previous real token has tag ``i``. They already contain the
-learned transitions, the start transitions (at the first real token, where every row ``i`` is the
-same) and the end transitions (at the last real token), and they are zero at padding. Everything
-else is a pure function of the potentials and the ``(B, T)`` mask: the log-partition (the forward
-algorithm), the score of a tag sequence, the log-likelihood and Viterbi decoding. So the model's
-output is self-contained, and the loss (:class:`CRFLoss`) and the metric (:class:`CRFAccuracy`)
-need no reference to the layer: a functional model with a CRF trains with ``compile`` / ``fit``,
-its ``.keras`` file holds only registered objects, and the same potentials decode in a serving
-model through :class:`CRFDecode`. This is the log-potential parameterisation of Torch-Struct
-(Rush 2020). The padding mask travels with the potentials as the Keras implicit mask.
-
-Everything is ``keras.ops`` (the loops run over T), so it runs on TensorFlow and JAX, with or
-without XLA.
-The chain is scored in float32 whatever the compute dtype.
+:class:`CRF` turns emission scores ``(B, T, K)`` into the chain's potentials ``(B, T, K, K)``
+(``[b, t, i, j]``: tag ``j`` at token ``t`` after tag ``i``), with the transitions, start and end
+scores folded in and zeros at padding; the mask travels as the Keras implicit mask. Everything
+else is a pure function of the potentials and the mask, so :class:`CRFLoss`, :class:`CRFAccuracy`
+and :class:`CRFDecode` need no reference to the layer and a functional model trains with
+``fit`` and saves as plain ``.keras``. Torch-Struct's log-potentials (Rush 2020), in ``keras.ops``;
+the chain is scored in float32 whatever the compute dtype.
 """
 
 import keras
@@ -157,21 +148,17 @@ def crf_decode(potentials, mask=None):
 class CRF(keras.layers.Layer):
     """A linear-chain CRF over emission scores: learns the transitions, outputs the potentials.
 
-    For tags ``y`` of the real tokens ``t_1 < ... < t_n`` of a sequence, the CRF scores
-
-        s(y) = start[y_1] + sum_k emissions[t_k, y_k] + sum_k transitions[y_{k-1}, y_k] + end[y_n]
-
-    and ``p(y | x) = exp(s(y)) / Z``. The layer returns these scores factored per token, the
-    potentials ``(B, T, K, K)``::
+    For tags ``y`` of the real tokens ``t_1 < ... < t_n``, ``s(y) = start[y_1] + sum_k
+    emissions[t_k, y_k] + sum_k transitions[y_{k-1}, y_k] + end[y_n]`` and ``p(y | x) =
+    exp(s(y)) / Z``. The layer returns ``s`` factored per token, the potentials ``(B, T, K, K)``::
 
         potentials[b, t, i, j] = emissions[b, t, j] + transitions[i, j]     (a later real token)
                                = emissions[b, t, j] + start[j]              (the first real token)
                                (+ end[j] at the last real token; 0 at padding)
 
-    so that ``s(y)`` is the sum of ``potentials[t, y_prev, y_t]`` over the real tokens. Train it
-    with :class:`CRFLoss` and measure it with :class:`CRFAccuracy`; decode it with
-    :func:`crf_decode` or the :class:`CRFDecode` layer. Padding (any mask, not only trailing)
-    never changes the potentials of real tokens, nor anything computed from them.
+    Train with :class:`CRFLoss`, measure with :class:`CRFAccuracy`, decode with
+    :func:`crf_decode` or :class:`CRFDecode`. Padding (any mask, not only trailing) never
+    changes what is computed for real tokens.
 
     Args:
         transitions_initializer: initializer of the ``(K, K)`` transitions and of the ``(K,)``

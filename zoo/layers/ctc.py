@@ -91,9 +91,8 @@ def ctc_log_likelihood(log_probs, labels, blank_id, pad_id=0):
     :func:`ctc_best_alignment` with ``logsumexp`` in place of ``max`` (Graves et al. 2006).
 
     Differentiable, on TensorFlow under XLA too (:func:`~zoo.layers.loops.fold_over_time`). It
-    replaces ``keras.ops.ctc_loss`` in training: under XLA TensorFlow's dense CTC made a small
-    CTC + GLAT NAT's train step 2.75x slower on a 2-core CPU (``benchmarks/ctc_loss.py``). Every
-    position counts (pad with a certain blank, :class:`CTCBlankPadding`); a sentence with no
+    replaces ``keras.ops.ctc_loss`` in training, whose dense CTC is slow under XLA
+    (``benchmarks/ctc_loss.py``). Every position counts (pad with a certain blank, :class:`CTCBlankPadding`); a sentence with no
     alignment gets a log-likelihood near ``-1e30``: check :func:`ctc_positions_needed`.
 
     Args:

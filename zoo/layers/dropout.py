@@ -1,19 +1,11 @@
 """Dropout whose random keep mask is a counter-based hash: cheap under XLA, on every backend.
 
-The mask is what ``keras.random.dropout`` draws, a Bernoulli(1 - rate) keep per element with
-the kept values scaled by ``1 / (1 - rate)``, and a call draws a new seed from its
-``keras.random.SeedGenerator`` as Keras's does, so runs stay reproducible and a resumed run
-draws what the run it resumes would have drawn. Only the bits differ: here they are a hash of
-each element's index under two keys taken from the seed (MurmurHash3's 32-bit finalizer
-``fmix32``), the counter-based idea of Salmon et al. 2011 with a cheaper mixing function than
-their Philox.
-
-Why: TensorFlow's stateless random ops, which ``keras.random.dropout`` uses, are slow under XLA
-on a CPU when the seed is only known at run time (as a SeedGenerator's is): ten dropouts of a
-million elements took 130 ms here against 7 ms with this hash (5 ms without dropout), and the
-small translator's XLA train step with the shipped dropouts 1,056 ms with Keras's dropout
-against 746 ms with this one (781 ms with none; ``benchmarks/dropout.py``, RESULTS.md). Without
-XLA the hash costs less than Keras's dropout too.
+The mask follows ``keras.random.dropout`` (a Bernoulli(1 - rate) keep, kept values scaled by
+``1 / (1 - rate)``, a new seed per call from a ``SeedGenerator``, so runs resume reproducibly);
+only the bits differ: a hash of each element's index (MurmurHash3's ``fmix32``), the
+counter-based idea of Salmon et al. 2011. Why: TensorFlow's stateless random ops are slow under
+XLA on a CPU when the seed is only known at run time; the hash is cheaper with and without XLA
+(``benchmarks/dropout.py``, RESULTS.md).
 """
 
 import math
@@ -42,10 +34,9 @@ def dropout_bits(shape, seed):
     """uint32 random bits of ``shape`` (ints, or a shape tensor's entries) from a seed pair.
 
     Element ``i`` (row-major) gets ``fmix32((i * G + k0) ^ k1)``, with ``G`` the golden-ratio
-    constant and the keys ``k0, k1`` hashed from ``seed`` (2 integers). One round of fmix32:
-    the two keys make the streams of two seeds unrelated (not shifted copies of each other);
-    a second round made it slower than Keras's dropout without XLA (1,135 against 1,058 ms
-    for the small translator's train step).
+    constant and the keys ``k0, k1`` hashed from ``seed`` (2 integers): the two keys make the
+    streams of two seeds unrelated, not shifted copies. One round of fmix32 only: a second
+    made it slower than Keras's dropout without XLA.
     """
     state = ops.cast(seed, "uint32")
     k0 = fmix32(ops.bitwise_xor(state[0], fmix32(state[1] + _GOLDEN)))

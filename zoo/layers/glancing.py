@@ -39,15 +39,11 @@ class AllMasked(keras.layers.Layer):
 class GlancingSampler(keras.layers.Layer):
     """The glancing sampler of GLAT: reveal ``round(ratio * errors)`` gold tokens.
 
-    In training, the first pass (over :class:`AllMasked` input, its logits given here, no
-    gradient through them) predicts every position; its errors against the gold target are
-    counted per sentence (the Hamming distance), and that many times the ratio of the real
-    positions, chosen uniformly at random, get their gold token in the second pass's input;
-    the others stay masked. The loss is then on the positions not revealed (:class:`LossMask`).
-    The ratio goes linearly from ``ratio`` to ``final_ratio`` over ``anneal_steps`` training
-    steps (GLAT: 0.5 to 0.3), counted in a saved weight as :class:`ScheduledSampling` counts
-    them, so a resumed run goes on with the schedule. Outside training nothing is revealed:
-    the second pass reads the first pass's input, and the loss is the one pass's.
+    In training, the first pass's errors against the gold target are counted per sentence
+    (no gradient), and that many times the ratio of the real positions, drawn at random, get
+    their gold token in the second pass's input; the loss is on the others (:class:`LossMask`).
+    The ratio goes linearly from ``ratio`` to ``final_ratio`` over ``anneal_steps``, counted in a
+    saved weight as :class:`ScheduledSampling` counts them. Outside training nothing is revealed.
 
     Args:
         ratio: the glancing ratio at the first step (``> 0``).

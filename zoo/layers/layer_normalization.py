@@ -1,15 +1,10 @@
-"""Layer normalization in 9 graph ops where Keras's takes 13: the same weights, the same numbers.
+"""Layer normalization in fewer graph ops than Keras's: the same weights, the same numbers.
 
-Why: a served translator's plain signatures run in TensorFlow's graph executor, which pays a cost
-per op at every decoding step, and the small translator's greedy step ran 13 layer norms as 143
-of its 344 ops (``benchmarks/serving_profile.py``, RESULTS.md). Keras's
-``ops.layer_normalization`` computes ``x * inv + (beta - mean * inv)`` with its moments and
-reshapes; this computes ``(x - mean) * rsqrt(var + eps) * gamma + beta``: mean, centre, square,
-mean, add, rsqrt, and three elementwise ops. Under XLA both fuse to the same few kernels.
-
-It keeps Keras's class name: Keras names a functional model's weights in a ``.weights.h5`` file
-after each layer's class, so a checkpoint written with Keras's layer (a run from before this
-one, a resumed run) loads into a model built with this one, and back.
+Why: a served translator's plain signatures pay a cost per op at every decoding step, and layer
+norms are a large share of a step's ops (``benchmarks/serving_profile.py``, RESULTS.md). This
+computes ``(x - mean) * rsqrt(var + eps) * gamma + beta`` without Keras's extra moments and
+reshapes. It keeps Keras's class name, which names a functional model's weights in a
+``.weights.h5`` file, so checkpoints load between the two layers both ways.
 """
 
 import keras

@@ -14,12 +14,11 @@ LENGTH_MODES = ("predict", "max")
 class LengthPredictor(keras.layers.Layer):
     """Scores every offset ``target_length - source_length`` from the mean encoder state.
 
-    A non-autoregressive decoder emits all target tokens at once, so it must know how many
-    before it starts. The layer averages the encoder states over the real source tokens and
-    classifies the offset of the target length from the source length into
-    ``2 * max_offset + 1`` classes: class ``k`` is the offset ``k - max_offset``, and offsets
-    beyond the range count as its ends (:meth:`offset_class`). An offset is easier to learn than
-    the length itself, because most of the length is the source's.
+    A non-autoregressive decoder must know the length before it starts. The layer averages the
+    encoder states over the real source tokens and classifies the offset of the target length
+    from the source length into ``2 * max_offset + 1`` classes (class ``k`` is offset
+    ``k - max_offset``; offsets beyond count as the ends, :meth:`offset_class`): most of the
+    length is the source's, so an offset is easier to learn.
 
     Args:
         max_offset: K, the largest offset in either direction.

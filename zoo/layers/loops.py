@@ -7,11 +7,10 @@ from keras import ops
 def bounded_loop(count, body, carry):
     """``carry = body(i, carry)`` for ``i = 0 .. count - 1``, as one ``while_loop``.
 
-    The loop carries ``count`` as its bound (``maximum_iterations``): TensorFlow's gradient of a
-    loop inside an XLA program needs it, and Keras's own ``scan`` and ``fori_loop`` do not give
-    it, so a loop over a length that ``fit`` traces as unknown failed to compile under
-    ``jit_compile``. JAX cannot differentiate a ``while_loop``: differentiate this loop on
-    TensorFlow only, or write its gradient out.
+    The loop carries ``count`` as its bound (``maximum_iterations``), which TensorFlow's gradient
+    of a loop inside an XLA program needs and Keras's ``scan`` and ``fori_loop`` do not give.
+    JAX cannot differentiate a ``while_loop``: differentiate this on TensorFlow only, or write
+    its gradient out.
 
     Args:
         count: int or scalar int tensor, the number of iterations.

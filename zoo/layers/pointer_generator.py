@@ -65,31 +65,17 @@ def copied_source_tokens(ids, source_tokens, vocab_size):
 class PointerGenerator(keras.layers.Layer):
     """Mix the vocabulary distribution with a copy distribution over source tokens.
 
-    At each target position a one-head copy attention of the decoder state over the encoder
-    output gives weights ``a`` over the source positions and a context ``c = sum_s a_s m_s``; the
-    generation probability ``p_gen = sigmoid(w . [c, decoder state, decoder input] + b)`` then
-    mixes ``P(v) = p_gen * softmax(logits)_v + (1 - p_gen) * sum of a_s over s with source id
-    v`` (See et al. 2017). Padding (``source_ids == pad_id``) is never attended to, and source
-    positions holding the same id add up.
+    A one-head copy attention of the decoder state over the encoder output gives weights ``a``
+    over the source and a context ``c``; ``p_gen = sigmoid(w . [c, decoder state, decoder input]
+    + b)`` mixes ``P(v) = p_gen * softmax(logits)_v + (1 - p_gen) * sum of a_s over s with source
+    id v`` (See et al. 2017). Padding is never attended to. The output is ``log P`` in float32,
+    a normalised log-distribution, so a loss or a search that reads logits reads it as it is.
 
-    The output is ``log P``, computed in float32 with log-sum-exp from ``log_softmax`` and
-    ``log_sigmoid`` terms (a floor of 1e-30 under the copy distribution keeps every entry
-    finite). A normalised log-distribution is its own ``log_softmax``, so a loss or a search
-    that reads logits reads these as they are.
-
-    The copy attention is the layer's own rather than the decoder's cross attention averaged
-    over heads: those heads may use any score function, read chosen encoder layers and drop
-    weights out, and averaging them blurs a pointer over what each head attends to; a
-    dedicated head is trained by the copy alone, and its keys are computed once per source
-    (:meth:`compute_cache`).
-
-    Subword vocabularies: copying works piece by piece. A word the vocabulary splits into
-    pieces (or, with SentencePiece's byte fallback, into UTF-8 byte pieces) is copied one
-    piece per step, so a rare name is copied as its pieces or bytes, and no source token is
-    ever unknown. ``extended=True`` is for vocabularies without byte fallback: a source token
-    equal to ``unk_id`` at position ``s`` becomes the extra id ``V + s``, the output has
-    ``V + S`` entries, and :func:`copied_source_tokens` reads such ids back as the source's
-    own tokens.
+    The copy attention is the layer's own, not the decoder's cross attention averaged over
+    heads: those heads may use any score, layers and dropout, and their average blurs a pointer.
+    Copying works piece by piece (with byte fallback, no source token is ever unknown);
+    ``extended=True`` is for vocabularies without byte fallback: a source ``unk_id`` at position
+    ``s`` becomes the extra id ``V + s``, read back by :func:`copied_source_tokens`.
 
     Args:
         key_dim: the size of the copy attention's queries and keys; defaults to the decoder

@@ -93,22 +93,16 @@ def gold_probability(schedule, step, k=None, c=1e-4, minimum=0.0):
 class ScheduledSampling(keras.layers.Layer):
     """Mix the gold decoder input with the first decoder pass's predictions (training only).
 
-    The two-pass form of scheduled sampling for transformers (Mihaylova & Martins 2019;
-    Duckworth et al. 2019): a first decoder pass reads the gold input and predicts; this layer
-    gives the second pass, at each position, the gold token with the probability of the
-    schedule (:func:`gold_probability`) and otherwise the first pass's prediction of that
-    token, made at the position before: the argmax, never the padding id (which would mask a
-    real position). Position 0 (BOS) and the padding stay as they are. No gradient flows
-    through the predictions (an argmax has none): the first pass costs a forward pass only, as
-    Mihaylova & Martins found enough. At inference the gold input passes through.
+    Two-pass scheduled sampling for transformers (Mihaylova & Martins 2019; Duckworth et al.
+    2019): the second pass gets, at each position, the gold token with the schedule's
+    probability (:func:`gold_probability`), else the first pass's argmax from the position
+    before, never the padding id (it would mask a real position). BOS and padding stay. No
+    gradient flows through the predictions. At inference the gold input passes through.
 
-    The training step is the layer's own non-trainable float32 counter (never autocast, so
-    that the schedule reads it exactly under ``mixed_bfloat16``), advanced by every training
-    call: it is saved with the weights, so a resumed run goes on with the schedule where it
-    stopped. Under ``tf.distribute`` every replica runs the call once per step and adds 1;
-    with ``aggregation="only_first_replica"`` (as the optimizer's ``iterations``) the first
-    replica's update is the one written to every copy, so the counter counts steps, not
-    replicas ("sum" would count each step once per replica).
+    The training step is a non-trainable float32 counter (never autocast, so the schedule reads
+    it exactly under ``mixed_bfloat16``), saved with the weights so a resumed run keeps the
+    schedule. Its ``aggregation="only_first_replica"`` makes it count steps under
+    ``tf.distribute``, not replicas.
 
     Args:
         schedule: one of :data:`SCHEDULES`.

@@ -6,7 +6,7 @@ from zoo.models.optional import HAS_TENSORFLOW
 from zoo.models.translator import TranslatorBackbone, TranslatorConfig, build_translator
 from zoo.models.translator import get_config as translator_config
 from zoo.models.tagger import PRESETS as TAGGER_PRESETS
-from zoo.models.tagger import TaggerBackbone, TaggerConfig, TaggerHead, build_tagger, tagger_heads
+from zoo.models.tagger import TaggerBackbone, TaggerConfig, TaggerHead, build_tagger
 from zoo.models.tagger import get_config as tagger_config
 from zoo.models.nat import PRESETS as NAT_PRESETS
 from zoo.models.nat import NATBackbone, NATConfig, build_nat_translator
@@ -24,7 +24,6 @@ __all__ = [
     "TaggerHead",
     "build_tagger",
     "tagger_config",
-    "tagger_heads",
     "NAT_PRESETS",
     "NATBackbone",
     "NATConfig",

@@ -1,9 +1,7 @@
 """zoo.tasks: one file per kind of run, and the one loader of trained models.
 
-``TASKS`` maps a task's name to its :class:`Task`, one for each row of the table of tasks
-(:mod:`zoo.tasks.table`, which the command line reads), and ``zoo.training.train(task,
-config, workdir)`` takes the task object. :func:`load` reads a workdir or an export folder and
-returns its task, model and vocabulary.
+``TASKS`` maps each row of :mod:`zoo.tasks.table` to its :class:`Task`, the object that
+``zoo.training.train`` takes; :func:`load` reads a workdir or an export folder.
 """
 
 import collections
@@ -62,14 +60,11 @@ def load(folder, task=None, model_file=MODEL_FILE):
     return Loaded(task, *load_trained(folder, task, model_file))
 
 
-def task_of(model, where=None):
-    """The :class:`Task` whose model ``model`` is (by its name); ``where`` names its file in
-    the error."""
+def task_of(model):
+    """The :class:`Task` whose model ``model`` is (by its name)."""
     if model.name not in TASKS:
-        raise ValueError(
-            f"{where or 'the model'} holds a model named {model.name!r}, which is no zoo task "
-            f"({', '.join(sorted(TASKS))})"
-        )
+        raise ValueError(f"the model holds a model named {model.name!r}, which is no zoo task "
+                         f"({', '.join(sorted(TASKS))})")  # fmt: skip
     return TASKS[model.name]
 
 

@@ -1,11 +1,9 @@
 """The table of tasks: what each command of ``zoo`` takes for each task, written once.
 
-The ``zoo`` command (``zoo_cli.py``) parses its arguments from this table before TensorFlow is
-imported, and :mod:`zoo.tasks` reads each task's presets, splits and predict verb from it.
-``import zoo`` registers zoo's layers with Keras, so that ``keras.models.load_model`` reads a
-zoo model after it, and that imports TensorFlow (seconds); so this module, like
-:mod:`zoo.artifacts` and :mod:`zoo.training.options`, uses the standard library only, and the
-command loads these files by their paths without running the package's ``__init__``.
+``zoo_cli.py`` parses its arguments from it before TensorFlow is imported (``import zoo`` does
+import it), and :mod:`zoo.tasks` reads each task's presets, splits and predict verb from it. So
+it uses the standard library only, like :mod:`zoo.artifacts` and :mod:`zoo.training.options`,
+and the command loads these files by their paths without running the package's ``__init__``.
 """
 
 import argparse

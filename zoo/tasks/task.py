@@ -1,11 +1,8 @@
 """What a kind of run must say, so that one ``train()``, one loader and one command line serve it.
 
-A :class:`Task` is the seam between the generic run path and a model: ``zoo.training.train``
-owns the workdir, the config guard, the strategy, the dtype policy, ``fit``, the callbacks and
-the save; ``zoo.tasks.load`` reads a workdir or an export folder; ``zoo.cli`` runs the commands.
-A task says only what differs: its data, vocabulary, model, compile spec, evaluation, export and
-prediction. A new kind of run is a new subclass in a file of its own, added to
-``zoo.tasks.TASKS``; nothing else changes.
+A :class:`Task` says only what differs between runs (its data, vocabulary, model, compile spec,
+evaluation, export and prediction); ``zoo.training.train``, ``zoo.tasks.load`` and ``zoo.cli``
+do the rest. A new kind of run is a new subclass in its own file, added to ``zoo.tasks.TASKS``.
 """
 
 import dataclasses
@@ -181,16 +178,13 @@ class Task:
         """A ``tf.data.Dataset`` of ``(inputs, labels)`` batches for ``fit``. Every task takes
         every keyword, and ``zoo.training`` passes them all:
 
-        - ``batch_multiple``: the replicas a batch is split across; the batch sizes are its
-          multiples, so that every replica gets the same number of examples.
-        - ``epoch``: :class:`zoo.data.DataPosition`'s variable, or None; training data is
-          shuffled in an order that it fixes, so that a resumed run sees the order the
-          interrupted one saw.
-        - ``counts``: a :class:`zoo.data.DataCounts` that counts what is read and skipped, or
-          None; a pipeline that skips nothing may leave it alone.
+        - ``batch_multiple``: batch sizes are its multiples (the replicas a batch is split across).
+        - ``epoch``: :class:`zoo.data.DataPosition`'s variable, or None; it fixes the shuffled
+          order, so that a resumed run sees what the interrupted one saw.
+        - ``counts``: a :class:`zoo.data.DataCounts` of what is read and skipped, or None (a
+          pipeline that skips nothing may leave it alone).
         - ``part``: a :class:`zoo.data.DataPart`, or None: under ``multi_worker``, this
-          worker's own part of the training data (disjoint from the other workers'), in
-          batches of one replica's share of the batch budget."""
+          worker's disjoint part of the training data, in batches of one replica's share."""
         raise NotImplementedError
 
     # ------------------------------------------------------------ model and training

@@ -1,10 +1,8 @@
 """Checkpoint averaging: the mean of the weights of a run's last epochs.
 
-Averaging the last few checkpoints of a run smooths the noise of the final updates, and is worth
-about a BLEU point on small translation corpora (Vaswani et al. 2017, section 6.1, averaged the
-last 5 or 20 checkpoints). ``train()`` keeps the weights of the last epochs in
-``WORKDIR/epochs/``; :func:`average_checkpoints` (``zoo average``) writes their mean as the
-workdir's model.
+Averaging the last checkpoints smooths the noise of the final updates (Vaswani et al. 2017,
+section 6.1). ``train()`` keeps the last epochs' weights in ``WORKDIR/epochs/``;
+:func:`average_checkpoints` (``zoo average``) writes their mean as the workdir's model.
 """
 
 import os

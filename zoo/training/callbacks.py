@@ -39,7 +39,6 @@ class TimeLimit(keras.callbacks.Callback):
     def __init__(self, seconds):
         super().__init__()
         self.seconds = seconds
-        self.stopped_early = False
 
     def on_train_begin(self, logs=None):
         self._start = time.monotonic()
@@ -47,7 +46,6 @@ class TimeLimit(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         if time.monotonic() - self._start > self.seconds:
             self.model.stop_training = True
-            self.stopped_early = True
 
 
 class NonFiniteLossError(ValueError):
@@ -151,18 +149,14 @@ class LastCheckpoints(keras.callbacks.Callback):
 class ResumableBackup(keras.callbacks.BackupAndRestore):
     """``BackupAndRestore`` at step granularity, with the data position.
 
-    The backup (the weights with the optimizer's state, whose step count drives the learning
-    rate schedule) is written after every ``save_every`` steps and at every epoch's end, with
-    the position: the epoch, and the batches of it done. A rerun restores all three: ``fit``
-    starts at that epoch, and ``position`` (the :class:`zoo.data.DataPosition` that the
-    training pipeline reads) gives the epoch the order the interrupted run saw and skips the
-    batches done. Each write keeps the one before (``double_checkpoint``), for a kill in the
-    middle of it. Keras's own class restores the epoch only: it saves mid-epoch, but a rerun
-    starts that epoch over.
-
-    A resumed epoch is short, and Keras takes every epoch of a ``fit`` to have as many batches
-    as its first: ``train()`` runs the rest of a cut epoch in a ``fit`` of its own
-    (:meth:`resumes_mid_epoch`).
+    The backup (the weights and the optimizer's state, whose step count drives the learning
+    rate) is written every ``save_every`` steps and at every epoch's end, with the epoch and
+    the batches of it done. A rerun restores all three: ``fit`` starts at that epoch, and
+    ``position`` (the :class:`zoo.data.DataPosition` the pipeline reads) replays the
+    interrupted order and skips the batches done; Keras's own class would start the epoch
+    over. Each write keeps the one before (``double_checkpoint``) against a kill mid-write.
+    Keras takes every epoch of a ``fit`` to be as long as its first, so ``train()`` runs the
+    rest of a cut epoch in a ``fit`` of its own (:meth:`resumes_mid_epoch`).
 
     Args:
         backup_dir: the backup's folder.

@@ -77,14 +77,11 @@ class MaskedSparseCrossEntropy(keras.losses.Loss):
 class CTCLoss(keras.losses.Loss):
     """The CTC loss of a non-autoregressive decoder, per target token, over the batch.
 
-    The negative log-likelihood of the labels summed over every alignment of them to the
-    decoder's positions (repeats merged, blanks dropped; Graves et al. 2006), divided by the
-    label count and averaged over the sentences (as fairseq's ``nat_ctc`` loss). The logits
-    span the decoder's whole padded width: a decoder whose padded positions emit only the blank
-    (:class:`zoo.layers.CTCBlankPadding`) then scores each sentence over its real positions.
-    A sentence with more labels (and blanks between repeats) than positions has no alignment;
-    its loss counts as 0 (fairseq's ``zero_infinity``), so that one such pair does not stop
-    training.
+    The negative log-likelihood of the labels over every alignment to the decoder's positions
+    (Graves et al. 2006), divided by the label count and averaged over the sentences (fairseq's
+    ``nat_ctc``). With :class:`zoo.layers.CTCBlankPadding` each sentence is scored over its real
+    positions. A sentence with no alignment (more labels than positions) counts as 0 (fairseq's
+    ``zero_infinity``), so that one such pair does not stop training.
 
     Args:
         blank_id: the blank's id in the logits' last axis.

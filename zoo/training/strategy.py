@@ -173,14 +173,12 @@ KERAS_ISSUE = "keras-team/keras#20329"
 def fit_across_workers(model, strategy):
     """Let Keras's ``fit`` and ``evaluate`` run ``model`` on a multi-worker cluster.
 
-    Two steps of Keras's TensorFlow trainer fail under ``MultiWorkerMirroredStrategy`` as soon as
-    the cluster has two workers: ``_maybe_symbolic_build`` all-reduces the whole first batch
-    (a nested structure, which the collective ops refuse) only to learn its shapes and dtypes,
-    and ``reduce_per_replica`` takes the mean of each scalar log over an axis 0 it does not
-    have. So this model builds from this worker's own first batch, and its train and test steps
-    return their logs as ``(1,)`` tensors, whose mean over axis 0 is the scalar Keras expects.
-    The model is patched, not Keras, so a saved ``.keras`` file is a plain model. Anywhere else
-    (one worker, ``mirrored``, no strategy) it does nothing.
+    Two steps of Keras's TensorFlow trainer fail under ``MultiWorkerMirroredStrategy`` with two
+    workers: ``_maybe_symbolic_build`` all-reduces the whole first batch (which the collective
+    ops refuse) to learn its shapes, and ``reduce_per_replica`` means each scalar log over an
+    axis 0 it lacks. So this model builds from this worker's own first batch, and its steps
+    return ``(1,)`` logs. The model is patched, not Keras, so a saved ``.keras`` file is a
+    plain model. Anywhere else it does nothing.
 
     Raises:
         RuntimeError: the Keras internals this relies on are gone (a Keras release changed

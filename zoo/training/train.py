@@ -1,9 +1,7 @@
 """``train(task, config, workdir)``: the one run path of every task; the CLI only parses.
 
-``train()`` owns the workdir, the config guard, the strategy, the dtype policy, ``fit``, the
-callbacks and the save. What differs between models (data, vocabulary, model, compile spec,
-validation metrics, which epoch is kept) comes from the task object it is given, so that a new
-task never changes this file; nothing here imports a task or a model.
+What differs between models comes from the task object it is given, so a new task never changes
+this file; nothing here imports a task or a model.
 """
 
 import contextlib
@@ -136,17 +134,13 @@ def standard_callbacks(workdir, time_limit=None, metrics=(), extra=(), ema=False
                        keep_checkpoints=KEEP_CHECKPOINTS, position=None, backup_every=None):
     """The callbacks of every zoo training run, in the order that makes each one see the rest.
 
-    A stop at the first NaN or infinite loss (:class:`StopOnNonFiniteLoss`, before anything
-    saves); the backup in ``backup/`` (:class:`ResumableBackup`, after every epoch and every
-    ``backup_every`` steps: rerunning the same command resumes there, at ``position`` in the
-    data; with more epochs, a finished run trains on); with ``ema`` the swap to the
-    averaged weights; the ``metrics`` callbacks, which add to the epoch logs; then
-    ``checkpoint.keras`` after every epoch, the weights of the last ``keep_checkpoints``
-    epochs in ``epochs/`` (for ``zoo average``), TensorBoard logs in ``logs/``, every epoch's
-    metrics in ``history.csv``, the ``extra`` callbacks, and a :class:`TimeLimit` when
-    ``time_limit`` (seconds) is set. With ``ema`` (an optimizer with ``use_ema``), validation,
-    the metrics, ``checkpoint.keras`` and the ``extra`` callbacks see the averaged weights;
-    the backup keeps the raw ones, so that a resumed run goes on exactly.
+    A stop at the first non-finite loss (before anything saves); the backup
+    (:class:`ResumableBackup`); with ``ema`` the swap to the averaged weights; the ``metrics``
+    callbacks; then ``checkpoint.keras``, the last ``keep_checkpoints`` epochs in ``epochs/``,
+    TensorBoard ``logs/``, ``history.csv``, the ``extra`` callbacks and a :class:`TimeLimit`
+    when ``time_limit`` (seconds) is set. With ``ema``, validation, the metrics, the checkpoint
+    and ``extra`` see the averaged weights; the backup keeps the raw ones, so that a resumed run
+    goes on exactly.
     """
     callbacks = [
         # First, so that no callback saves the weights of a batch whose loss is NaN.
@@ -188,46 +182,35 @@ def train(
 ):
     """Train the model of ``task`` with Keras ``fit``; resumable after a crash.
 
-    The workdir receives ``config.json`` (the config, with what the vocabulary fixes), the
-    task's vocabulary, ``checkpoint.keras`` (after every epoch), ``epochs/`` (the weights of
-    the last epochs), ``backup/`` (the training state after every epoch and every ``backup_every``
-    steps: rerunning the same command resumes there, at the same place in the data; with more
-    epochs it trains on), ``logs/`` (TensorBoard),
-    ``history.csv`` and finally ``model.keras``. A task with a best metric (the tagger) also
-    keeps ``best.keras``, the best validation epoch so far, and ``model.keras`` is that epoch.
+    The workdir receives ``config.json`` (with what the vocabulary fixes), the vocabulary,
+    ``checkpoint.keras`` (every epoch), ``epochs/`` (the last epochs' weights), ``backup/`` (the
+    training state every epoch and every ``backup_every`` steps: the same command resumes there,
+    at the same place in the data), ``logs/`` (TensorBoard), ``history.csv`` and ``model.keras``.
+    A task with a best metric (the tagger) keeps ``best.keras``, and ``model.keras`` is that epoch.
 
     Args:
         task: a :class:`zoo.tasks.Task` (``zoo.tasks.get_task("translator")``, say).
         config: the task's config (``task.config_class``).
         workdir: the folder of this run (created if missing).
-        strategy: a name for ``zoo.training.strategy.get_strategy``. Under ``multi_worker``
-            only the chief writes ``workdir``; another worker waits for the chief's
-            vocabulary there and keeps its own state in a temporary folder, removed at the end.
-        jit_compile: compile the train step with XLA (batches are then padded to their
-            bucket's bound, so that XLA compiles few shapes).
-        mixed_precision: ``True`` or ``"bfloat16"`` (train under ``mixed_bfloat16``), or
-            ``"float16"`` (``mixed_float16``, with dynamic loss scaling). Weights stay float32,
-            and exports serve in float32.
+        strategy: a name for ``zoo.training.strategy.get_strategy``; under ``multi_worker``
+            only the chief writes ``workdir``.
+        jit_compile: compile the train step with XLA (batches padded to their bucket's bound).
+        mixed_precision: ``True`` or ``"bfloat16"`` (``mixed_bfloat16``), or ``"float16"``
+            (``mixed_float16``, dynamic loss scaling); weights and exports stay float32.
         time_limit: stop after this many seconds (the model is still saved).
-        train_data, validation_data: the task's examples (a translator's
-            :class:`zoo.data.ParallelCorpus` or a list of pairs, tagged sentences); by default
-            ``task.training_data(config)`` and ``task.validation_data(config)``, the bundled
-            corpus. Data in files is recorded in the workdir (``data.json``), and a resume on
+        train_data, validation_data: the task's examples (a :class:`zoo.data.ParallelCorpus`
+            or a list of pairs, tagged sentences); by default the task's ``training_data`` and
+            ``validation_data``. Data in files is recorded (``data.json``), and a resume on
             other files is refused.
         callbacks: more Keras callbacks.
         verbose: ``fit``'s verbosity; "auto" shows the progress bar.
-        backup_every: steps between backups within an epoch (None: at epochs' ends only); a
-            run killed at any moment resumes from the last one, at the same place in its data
-            (:class:`~zoo.training.callbacks.ResumableBackup`).
-        keep_checkpoints: the weights of this many last epochs stay in ``epochs/``, for
-            checkpoint averaging (``zoo average``).
-        init_from: a folder of a trained model (any task) with the same vocabulary: a new
-            run starts from its weights, layer by layer where names and shapes match
-            (:func:`zoo.training.warm_start.warm_start`), and a new workdir takes its
-            vocabulary (unless the config names one: a translator's teacher's). A resumed
-            run starts from its backup instead.
-        vocabulary_file: a vocabulary to use as it is (a translator's SentencePiece model,
-            ``--sentencepiece-model``); the config takes what it fixes (``vocab_size``).
+        backup_every: steps between backups within an epoch (None: at epochs' ends only).
+        keep_checkpoints: how many last epochs' weights stay in ``epochs/`` (``zoo average``).
+        init_from: a trained model's folder (any task, same vocabulary): a new run starts from
+            its weights where names and shapes match (:func:`zoo.training.warm_start.warm_start`)
+            and takes its vocabulary unless the config names one; a resumed run uses its backup.
+        vocabulary_file: a vocabulary to use as it is (``--sentencepiece-model``); the config
+            takes what it fixes (``vocab_size``).
         **task_options: the task's own options (the translator's ``bleu_sample_size``).
 
     Returns:

@@ -1,11 +1,9 @@
 """Start a run from another trained model's weights (``zoo train TASK --init-from DIR``).
 
-zoo's models name their layers alike across tasks (``embedding``, ``encoder_block_0``,
-``decoder_block_0``, ...), so weights go across layer by layer, by name and shape. The use it
-was made for: a non-autoregressive translator started from the autoregressive translator's
-embeddings, encoder and decoder blocks learns in a few epochs what it takes many to learn from
-random weights (Guo et al. 2020, "Fine-Tuning by Curriculum Learning for Non-Autoregressive
-Neural Machine Translation"); its length predictor, which the translator lacks, starts as built.
+zoo's models name their layers alike across tasks, so weights go across layer by layer, by name
+and shape: e.g. a NAT started from the translator's embeddings and blocks learns much faster
+than from random weights (Guo et al. 2020, "Fine-Tuning by Curriculum Learning for
+Non-Autoregressive Neural Machine Translation"); layers the source lacks start as built.
 """
 
 import os

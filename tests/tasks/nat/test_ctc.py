@@ -49,20 +49,8 @@ def test_the_one_pass_is_the_collapsed_best_alignment(trained):
         translate(model, tokenizer, SENTENCES, length_beam=2)
 
 
-def test_it_serves_what_translate_gives(trained, tmp_path):
-    model, _, tokenizer, _ = trained
-    served = tf.saved_model.load(serving_path(TASK.export(model, tokenizer, tmp_path / "ctc")))
-    expected = translate(model, tokenizer, SENTENCES)
-    inputs = tf.constant(SENTENCES)
-    for name, extra in (("serving_default", {}), ("translate_xla", {}),
-                        ("translate_refined", {"iterations": tf.constant(4),
-                                               "length_beam": tf.constant(3)})):  # fmt: skip
-        outputs = served.signatures[name](inputs=inputs, **extra)["translations"].numpy()
-        assert [text.decode() for text in outputs] == expected, name
-
-
 def test_its_outputs_are_not_all_empty(trained):
-    # The comparisons above are between real outputs, not between empty strings.
+    # The comparison above is between real outputs, not between empty strings.
     model, _, tokenizer, _ = trained
     assert sum(bool(text) for text in translate(model, tokenizer, SENTENCES)) >= 2
 
@@ -70,8 +58,9 @@ def test_its_outputs_are_not_all_empty(trained):
 # ---------------------------------------------------------------- CTC + glancing
 @pytest.fixture(scope="module")
 def glancing(tmp_path_factory):
-    return train_tiny_nat(tmp_path_factory, "ctc-glat", seed=8, sentences=400, decoder="ctc",
-                          ctc_upsample=2, glancing_ratio=0.5, glancing_ratio_end=0.3,
+    # No BLEU: the validation decoding of a CTC model is the plain one's above.
+    return train_tiny_nat(tmp_path_factory, "ctc-glat", seed=8, sentences=400, bleu_sample_size=0,
+                          decoder="ctc", ctc_upsample=2, glancing_ratio=0.5, glancing_ratio_end=0.3,
                           glancing_anneal_steps=10)  # fmt: skip
 
 
@@ -82,6 +71,12 @@ def test_ctc_with_glancing_trains_on_the_gold_target_and_decodes_in_one_pass(gla
     assert set(model.input) == {"source", "target_in"}
     glance = model.get_layer("glancing")
     assert float(glance.step.numpy()) >= 10 and float(glance.current_ratio()) == pytest.approx(0.3)
+    # The saved model is this one (its modes and weights), so it decodes the same
+    # (before a training call below moves the glancing step).
+    reloaded = load(workdir).model
+    assert nat_modes(reloaded) == nat_modes(model)
+    for got, weights in zip(reloaded.get_weights(), model.get_weights(), strict=True):
+        np.testing.assert_array_equal(got, weights)
     features, labels = next(iter(TASK.dataset(config, tokenizer, load_multi30k("val")[:8], True)))
     np.testing.assert_array_equal(features["target_in"], labels["tokens"])
     # Outside training the gold target changes nothing: the model is the one pass.
@@ -89,8 +84,14 @@ def test_ctc_with_glancing_trains_on_the_gold_target_and_decodes_in_one_pass(gla
     np.testing.assert_allclose(ctc_logits(model, features["source"]), whole, atol=1e-5)
     # In training some positions read aligned gold tokens: the logits differ.
     assert not np.allclose(model(features, training=True)["tokens"], whole, atol=1e-3)
+    # The one export of a CTC model: its search reads the CTC layers only (glancing is
+    # training's), so this one serves as a CTC model trained without it would.
     expected = translate(model, tokenizer, SENTENCES)
-    assert translate(load(workdir).model, tokenizer, SENTENCES) == expected
+    assert sum(bool(text) for text in expected) >= 2  # real outputs compared
     served = tf.saved_model.load(serving_path(TASK.export(model, tokenizer, workdir + "/out")))
-    outputs = served.signatures["serving_default"](inputs=tf.constant(SENTENCES))
-    assert [text.decode() for text in outputs["translations"].numpy()] == expected
+    inputs = tf.constant(SENTENCES)
+    for name, extra in (("serving_default", {}), ("translate_xla", {}),
+                        ("translate_refined", {"iterations": tf.constant(4),
+                                               "length_beam": tf.constant(3)})):  # fmt: skip
+        outputs = served.signatures[name](inputs=inputs, **extra)["translations"].numpy()
+        assert [text.decode() for text in outputs] == expected, name

@@ -15,23 +15,28 @@ from zoo.training.losses import MaskedSparseCrossEntropy
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    return train_tiny_nat(tmp_path_factory, "glat", seed=3, glancing_ratio=0.5,
-                          glancing_ratio_end=0.3, glancing_anneal_steps=20)  # fmt: skip
+    # No BLEU: the validation decoding of a CMLM is test_task.py's.
+    return train_tiny_nat(tmp_path_factory, "glat", seed=3, bleu_sample_size=0,
+                          glancing_ratio=0.5, glancing_ratio_end=0.3,
+                          glancing_anneal_steps=20)  # fmt: skip
 
 
 def test_it_trains_anneals_and_decodes_as_a_cmlm(trained):
     model, history, tokenizer, workdir, _ = trained
     losses = history.history["tokens_loss"]
-    assert losses[1] < losses[0] and "val_bleu" in history.history
+    assert losses[1] < losses[0]
     glance = model.get_layer("glancing")
     assert float(glance.step.numpy()) >= 20
     assert float(glance.current_ratio()) == pytest.approx(0.3)
     assert nat_modes(model).refines and nat_modes(model).predicts_length
     sentences = ["A dog runs.", "Two men are talking."]
-    expected = translate(model, tokenizer, sentences, iterations=4, length_beam=3)
-    reloaded = load(workdir)  # the saved model decodes the same
-    assert translate(reloaded.model, reloaded.vocabulary, sentences, iterations=4,
-                     length_beam=3) == expected  # fmt: skip
+    # It decodes by Mask-Predict, reading masks where training read gold tokens.
+    assert len(translate(model, tokenizer, sentences, iterations=4, length_beam=3)) == 2
+    # The saved model is this one (its modes and weights), so it decodes the same.
+    reloaded = load(workdir).model
+    assert nat_modes(reloaded) == nat_modes(model)
+    for got, weights in zip(reloaded.get_weights(), model.get_weights(), strict=True):
+        np.testing.assert_array_equal(got, weights)
 
 
 def test_the_data_give_the_gold_target_and_every_label(trained):

@@ -9,8 +9,9 @@ from zoo.training import train
 TASK = get_task("nat")
 
 
-def train_tiny_nat(tmp_path_factory, name, seed, sentences=600, **fields):
-    """``(model, history, tokenizer, workdir, config)`` of the ``tiny`` preset with ``fields``."""
+def train_tiny_nat(tmp_path_factory, name, seed, sentences=600, bleu_sample_size=8, **fields):
+    """``(model, history, tokenizer, workdir, config)`` of the ``tiny`` preset with ``fields``;
+    ``bleu_sample_size=0``: no BLEU after each epoch (its decoding compiles for seconds)."""
     keras.utils.set_random_seed(seed)
     # A 400-piece vocabulary makes many pairs longer than 48 pieces: truncated, as they were
     # before training learned to skip them, so that every pair is trained on.
@@ -20,6 +21,7 @@ def train_tiny_nat(tmp_path_factory, name, seed, sentences=600, **fields):
     workdir = str(tmp_path_factory.mktemp(name))
     model, history, tokenizer = train(
         TASK, config, workdir, train_data=load_multi30k("train")[:sentences],
-        validation_data=load_multi30k("val")[:16], bleu_sample_size=8, verbose=0,
+        validation_data=load_multi30k("val")[:16], bleu_sample_size=bleu_sample_size,
+        verbose=0,
     )  # fmt: skip
     return model, history, tokenizer, workdir, config

@@ -1,12 +1,9 @@
 """Attention layers. Each variant lives in its own file and registers a short name.
 
-Full attention: ``mha`` (multi_head.py), and the same attention in O(T * C) memory: ``chunked``
-(chunked.py); with positions: ``relative``, ``rotary``, ``alibi``
-(in zoo/layers/position/). The efficient family, one file each: ``local``, ``strided``,
-``global``, ``clustered``, ``sinkhorn``, ``linformer``, ``performer``, ``linear``,
-``synthesizer``; attention-free: ``aft``. Cross attention that carries a state from step to step
-(stateful.py): ``location_aware`` and ``monotonic``. A new variant is a new file here, imported
-below.
+Full attention: ``mha``, and ``chunked`` (O(T * C) memory); with positions (zoo/layers/position/):
+``relative``, ``rotary``, ``alibi``; efficient: ``local``, ``strided``, ``global``, ``clustered``,
+``sinkhorn``, ``linformer``, ``performer``, ``linear``, ``synthesizer``; attention-free: ``aft``;
+stateful cross attention: ``location_aware``, ``monotonic``. A new variant is a new file here.
 """
 
 from zoo.layers.attention.aft import AFTAttention

@@ -12,39 +12,31 @@ from zoo.layers.attention.registry import register_attention
 class AFTAttention(KernelizedAttention):
     """AFT-simple: a gated, per-feature softmax pooling of the values over the positions.
 
-    With the projected queries, keys and values ``Q``, ``K``, ``V`` (each ``D' = num_heads *
-    key_dim`` features), every feature ``f`` pools the values with its own softmax over the
-    keys, and each query gates the result:
+    Every feature ``f`` of the projected ``Q``, ``K``, ``V`` pools the values with its own
+    softmax over the real keys (``s <= t`` with ``use_causal_mask``), gated by the query:
 
         Y_tf = sigmoid(Q_tf) * sum_s exp(K_sf) V_sf / sum_s exp(K_sf)
 
-    over the real keys ``s`` (and ``s <= t`` with ``use_causal_mask``). There are no query-key
-    products and no T x S matrix: O(T d) time and memory without the causal mask. This is
-    :func:`~zoo.layers.attention.linear.kernel_attention` with each feature as a head of size
-    one, constant features and the key ``K_sf`` as its log-scale, so the causal form uses the
-    same chunked prefix sums, relative to the running maximum of the keys (no overflow, and
-    the future has no say even in rounding). The heads only group the features: the result
-    does not depend on how ``D'`` is split.
+    No query-key products, no T x S matrix. It is
+    :func:`~zoo.layers.attention.linear.kernel_attention` with each feature a head of size one
+    and ``K_sf`` its log-scale, so the causal form shares its chunked prefix sums (relative to
+    the running maximum: no overflow, and the future has no say even in rounding). The result
+    does not depend on how the features are split into heads.
 
-    Masks: ``padding_mask`` (and Keras implicit masks) are honoured: padded keys get no
-    weight. A query that sees no real key gets a zero output. ``use_causal_mask`` is supported
-    (self-attention, ``T == S``). An arbitrary ``attention_mask``, the KV cache and
-    ``return_attention_scores`` (there is one weight per feature, not per head) raise a
-    ValueError. Cross attention (``T != S``) works without the causal mask. ``dropout`` is not
-    applied: there is no attention matrix to drop from. A bias on the keys changes nothing
-    (the softmax over positions absorbs it), so it gets no gradient.
+    Masks: padding (and Keras implicit masks); a query with no real key outputs zeros.
+    ``use_causal_mask`` needs ``T == S``. An ``attention_mask``, the KV cache and
+    ``return_attention_scores`` (one weight per feature) raise ``ValueError``. ``dropout`` is
+    not applied (no attention matrix); a key bias gets no gradient (the softmax absorbs it).
 
     Args:
         chunk_size: C, the chunk length of the causal computation: memory O(T * C) per
             feature inside the chunks, O((T / C)^2) per feature across them. Smaller than
             linear attention's default, since each feature carries a state of size one.
-        *args, **kwargs: the arguments of ``MultiHeadAttention`` (``num_heads``, ``key_dim``,
-            ``fused_qkv``, ``output_dim`` ...). ``value_dim`` must be None or ``key_dim``: the
-            keys weight the values feature by feature. ``score`` must stay ``"scaled_dot"``.
+        *args, **kwargs: as ``MultiHeadAttention``; ``value_dim`` must be None or ``key_dim``
+            (the keys weight the values feature by feature), ``score`` ``"scaled_dot"``.
 
     Call arguments:
-        The same as ``MultiHeadAttention``, without ``attention_mask``, ``cache`` and
-        ``return_attention_scores``.
+        As ``MultiHeadAttention``, without ``attention_mask``, cache and attention scores.
 
     Returns:
         ``(B, T, output_dim)``.

@@ -1,13 +1,9 @@
 """Memory-efficient exact attention: full softmax attention, computed one key chunk at a time.
 
-The scores of all queries against one chunk of C keys are made, folded into running softmax
-statistics (the online softmax: the running maximum, the running sum of exponentials and the
-running weighted sum of values, rescaled whenever the maximum grows) and dropped. The result is
-exactly ``softmax(scores) v``: no T x S tensor is ever held. In the backward pass each chunk's
-step is recomputed from its inputs (``keras.remat``) instead of keeping its scores, so training
-memory is O(T * C) for the scores plus the running statistics of every chunk, O(T * H * S / C),
-instead of O(T * S). This is Rabe & Staats (2021) with the key loop of FlashAttention (Dao et
-al. 2022), in ``keras.ops``: no fused kernel, so it saves memory, not time.
+Each chunk's scores are folded into running softmax statistics (the online softmax) and dropped,
+and recomputed in the backward pass (``keras.remat``): no T x S tensor is held, and training
+memory is O(T * C + T * H * S / C) instead of O(T * S). Rabe & Staats (2021) with
+FlashAttention's key loop, in ``keras.ops``: no fused kernel, so it saves memory, not time.
 """
 
 import keras
@@ -174,7 +170,7 @@ class ChunkedAttention(MultiHeadAttention):
 
     Args:
         chunk_size: C, the keys scored at once (memory O(T * C) per step).
-        *args, **kwargs: as :class:`~zoo.layers.attention.MultiHeadAttention`.
+        *args, **kwargs: as ``MultiHeadAttention``.
 
     Example:
         >>> x = keras.random.normal((2, 12, 16))

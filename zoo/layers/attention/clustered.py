@@ -58,8 +58,8 @@ def gather_positions(x, order):
 
 def permute_positions(x, order):
     """:func:`gather_positions` by a permutation ``order``, whose gradient is the inverse
-    permutation: a gather again, where a gather's own gradient scatters into a zeroed copy
-    (three scatters and their copies were 24 of the 89 MiB of a training step at T=4096)."""
+    permutation: a gather again, where a gather's own gradient scatters into a zeroed copy,
+    which costs much of a training step's memory."""
     inverse = ops.argsort(order, axis=-1)
 
     @ops.custom_gradient
@@ -104,39 +104,27 @@ def check_mask_parts(layer, masks, return_weights, causal_reason=None):
 class ClusteredAttention(SelfAttentionOnly, MultiHeadAttention):
     """Routing attention: queries and keys are routed to k-means clusters, attention stays inside.
 
-    Each head keeps ``C = num_clusters`` unit-length centroids ``mu`` (non-trainable weights).
-    A query or key goes to the cluster of its nearest centroid (largest cosine). The routing
-    is balanced as in the Routing Transformer and the Reformer: per head, the queries are
-    sorted by (cluster, position), and so are the keys; both sorted orders are cut into
-    chunks of ``w = chunk_size``, and the queries of chunk ``c`` attend the keys of chunk ``c``
-    **of their own cluster**. Query ``i`` may attend key ``j`` when
+    Each head keeps ``C = num_clusters`` unit-length centroids (non-trainable); a query or key
+    goes to its nearest centroid's cluster. Balanced as in the Routing Transformer and the
+    Reformer: per head, queries and keys are sorted by (cluster, position) and cut into chunks
+    of ``w = chunk_size``; query ``i`` attends key ``j`` when ``j == i`` (no row is empty) or
+    both share cluster and chunk. Scores take O(T w), never T x T; ``w = T / C`` is the
+    paper's setting. In training the centroids follow an EMA (``centroid_decay``) of the unit
+    queries and keys routed to them, after that call's routing; the routing has no gradient.
 
-        j == i,  or  cluster(q_i) == cluster(k_j) and chunk(q_i) == chunk(k_j),
-
-    (every token also attends its own key, so no row is empty). The scores take
-    ``B N T (w + 1)`` floats, O(T w), never T x T; ``w = T / C`` is the paper's setting.
-
-    During training (``training=True``) the centroids follow the mean of the unit queries and
-    keys routed to them, by an exponential moving average with ``centroid_decay`` (section 4.1
-    of the paper), after the routing of that call; padded tokens take no part. The routing has
-    no gradient.
-
-    Masks: padding masks only. Padded keys are sorted after every real token, so they neither
-    receive weight nor move a real token to another chunk. ``use_causal_mask`` raises: the
-    chunk of a token depends on how many later tokens precede it in the sorted order, so no
-    routing of the whole sequence is causal. An ``attention_mask`` raises. The weights are
-    never formed (``return_attention_scores`` raises). Attention dropout applies to the
-    weights. Self-attention only; no KV cache.
+    Masks: padding only; padded keys sort after every real token. ``use_causal_mask`` raises
+    (a token's chunk depends on later tokens), as do an ``attention_mask`` and
+    ``return_attention_scores``. Attention dropout applies to the weights. Self-attention only;
+    no KV cache.
 
     Args:
         num_clusters: C, the number of centroids per head.
         chunk_size: w, the number of queries (and keys) in one chunk of the sorted order.
         centroid_decay: the EMA decay of the centroids, in ``[0, 1)``.
-        *args, **kwargs: the arguments of ``MultiHeadAttention`` (``num_heads``, ``key_dim``,
-            ``dropout``, ``fused_qkv`` ...). The score must be ``"scaled_dot"`` or ``"dot"``.
+        *args, **kwargs: as ``MultiHeadAttention``; the score must be ``"scaled_dot"`` or ``"dot"``.
 
     Call arguments:
-        The same as ``MultiHeadAttention``, without ``value``, ``key``, ``attention_mask``,
+        As ``MultiHeadAttention``, without ``value``, ``key``, ``attention_mask``,
         ``use_causal_mask`` and the cache.
 
     Returns:

@@ -59,39 +59,25 @@ def global_query_rows(q, k, v, key_valid, num_global, **attend_kwargs):
 class GlobalAttention(BlockedAttention):
     """Local window attention plus global tokens that attend to, and are attended by, all.
 
-    The first ``num_global`` positions are global (Longformer's task tokens, such as a CLS
-    token, or BigBird's ITC global tokens). Query ``i`` attends key ``j`` when:
+    The first ``num_global`` positions are global (Longformer's task tokens, BigBird-ITC). Query
+    ``i`` attends key ``j`` when ``i < num_global``, ``j < num_global``, or ``|i - j| <= window``.
+    The window runs by blocks (``3 window`` keys per query) joined by the global keys in one
+    softmax, the global queries as a ``(G, S)`` product: O(T (window + G)), no T x S tensor.
+    The global tokens are positions, not extra learned tokens, because the layer returns exactly
+    T rows; to learn one, prepend it (e.g. a CLS embedding) and set ``num_global=1``.
 
-    - ``i < num_global`` (a global query): every key;
-    - ``j < num_global`` (a global key): every query;
-    - otherwise ``|i - j| <= window``, the sliding window of ``LocalAttention``.
-
-    The window is computed by blocks of ``window`` positions (``3 window`` keys per query),
-    each block's keys joined by the global keys in one softmax (with attention dropout in
-    training, or the additive score: a ``(T, G)`` product merged after), and the global queries
-    as a ``(G, S)`` product, so memory and time are O(T (window + G)); no T x S tensor or mask
-    is made. The global tokens are designated positions rather than extra learned tokens:
-    with the ``MultiHeadAttention`` signature the layer returns exactly T rows, so the output
-    of an added token would be thrown away. To use a learned global token, prepend it to the
-    sequence (for example a CLS embedding) and set ``num_global=1``.
-
-    Masks: a ``(B, S)`` padding mask (or a Keras implicit mask) is supported; a padded
-    global position is neither seen nor a source. ``use_causal_mask`` keeps ``j <= i``
-    everywhere: every token then attends its causal window and the global tokens before it
-    (as the global tokens come first, all of them once ``i >= num_global``), and a global
-    token sees only the global tokens before it. An arbitrary ``(B, T, S)``
-    ``attention_mask`` raises a ``ValueError``, and so do ``return_attention_scores``,
-    cross attention with ``T != S``, and a KV cache (``supports_cache = False``). Attention
-    dropout is applied to the weights.
+    Masks: a padding mask (or a Keras implicit mask); a padded global position is neither seen
+    nor a source. ``use_causal_mask`` keeps ``j <= i`` everywhere. An ``attention_mask``,
+    ``return_attention_scores``, cross attention with ``T != S`` and a KV cache raise
+    ``ValueError``. Attention dropout applies to the weights.
 
     Args:
         window: w >= 0, how many keys each side a non-global query sees.
         num_global: G >= 1, the number of global positions at the start of the sequence.
-        *args, **kwargs: the arguments of ``MultiHeadAttention`` (``num_heads``,
-            ``key_dim``, ``dropout``, ``score``, ``fused_qkv`` ...).
+        *args, **kwargs: as ``MultiHeadAttention``.
 
     Call arguments:
-        The same as ``MultiHeadAttention``; see above for the masks it takes.
+        As ``MultiHeadAttention``; see above for the masks it takes.
 
     Returns:
         ``(B, T, output_dim)``, as ``MultiHeadAttention``.

@@ -1,13 +1,9 @@
 """Linear attention (Katharopoulos et al. 2020) and the kernelized-attention core it shares
 with the Performer.
 
-Kernelized attention replaces ``exp(q . k)`` by a dot product of positive features,
-``phi(q) . phi(k)``, so that the sums over the keys can be taken once for every query:
-
-    out_t = phi(q_t) . sum_s phi(k_s) v_s^T  /  phi(q_t) . sum_s phi(k_s)
-
-which costs O(T + S) time and memory instead of O(T * S). :func:`kernel_attention` is that
-core, written once: non-causal, causal (prefix sums, computed by chunks) and with padding.
+Kernelized attention replaces ``exp(q . k)`` by ``phi(q) . phi(k)`` with positive features, so
+the sums over the keys are taken once: O(T + S) instead of O(T * S). :func:`kernel_attention` is
+that core, non-causal, causal (prefix sums by chunks) and with padding.
 """
 
 import keras
@@ -49,22 +45,15 @@ def kernel_attention(
 ):
     """Attention with positive feature maps, in O(T + S) memory.
 
-    ``out_t = sum_s w_ts v_s / sum_s w_ts`` with ``w_ts = (phi_q_t . phi_k_s) exp(l_s)``,
-    over the real keys ``s`` (and ``s <= t`` when ``causal``). Nothing of size T x S is made:
-
-    - non-causal: ``sum_s phi_k_s v_s^T`` (B, N, M, H) and ``sum_s phi_k_s`` once;
-    - causal: the sequence is cut into chunks of ``chunk_size``; inside a chunk the masked
-      quadratic form is used (C x C), across chunks the prefix sums of ``phi_k v^T``. Memory
-      is O(T * C + (T / C) * M * H) per head.
-
-    ``key_log_scale`` ``l`` lets a feature map that works in log space (the Performer's
-    ``exp``) hand over key features ``phi_k <= 1`` and their log-scale apart: the scales are
-    taken relative to their maximum over the real keys (non-causal) or to their running
-    maximum up to each query (causal, so the future has no say even in rounding), which
-    cancels between numerator and denominator and never overflows.
-
-    Padding: padded keys get zero features; they add nothing to either sum. A query that
-    sees no real key gets a zero output (meaningless, and finite).
+    ``out_t = sum_s w_ts v_s / sum_s w_ts`` with ``w_ts = (phi_q_t . phi_k_s) exp(l_s)``, over
+    the real keys ``s`` (and ``s <= t`` when ``causal``), with nothing of size T x S: non-causal,
+    ``sum_s phi_k_s v_s^T`` and ``sum_s phi_k_s`` once; causal, the masked quadratic form inside
+    chunks of ``chunk_size`` and prefix sums across them (O(T * C + (T / C) * M * H) per head).
+    ``key_log_scale`` lets a log-space feature map (the Performer's) pass key features
+    ``phi_k <= 1`` and their log-scale apart; the scales are taken relative to their maximum
+    over the real keys (running maximum when causal, so the future has no say even in rounding),
+    which cancels and never overflows. Padded keys get zero features; a query that sees no real
+    key gets a zero output.
 
     Args:
         phi_q: ``(B, T, N, M)`` non-negative query features.
@@ -238,9 +227,8 @@ class KernelizedAttention(MultiHeadAttention):
     Args:
         chunk_size: C, the chunk length of the causal computation (memory O(T * C) per head
             inside the chunks).
-        *args, **kwargs: the arguments of ``MultiHeadAttention``. ``score`` must stay
-            ``"scaled_dot"``: the feature map replaces the score function. ``dropout`` is not
-            applied: there is no attention matrix to drop from.
+        *args, **kwargs: as ``MultiHeadAttention``; ``score`` must stay ``"scaled_dot"`` (the
+            feature map replaces it) and ``dropout`` is not applied (no attention matrix).
     """
 
     supports_cache = False
@@ -292,12 +280,11 @@ class LinearAttention(KernelizedAttention):
 
     Args:
         chunk_size: the chunk length of the causal computation (default 64).
-        *args, **kwargs: the arguments of ``MultiHeadAttention`` (``num_heads``, ``key_dim``,
-            ``value_dim``, ``fused_qkv`` ...). ``score`` must stay ``"scaled_dot"``;
-            ``dropout`` is not applied (there is no attention matrix).
+        *args, **kwargs: as ``MultiHeadAttention``; ``score`` must stay ``"scaled_dot"`` and
+            ``dropout`` is not applied (no attention matrix).
 
     Call arguments:
-        The same as ``MultiHeadAttention``; the weights are dense (see ``KernelizedAttention``).
+        As ``MultiHeadAttention``; the weights are dense (see ``KernelizedAttention``).
 
     Returns:
         The same as ``MultiHeadAttention``.

@@ -13,32 +13,24 @@ from zoo.layers.attention.registry import register_attention
 class LinformerAttention(MultiHeadAttention):
     """Linformer attention: attend over k length-projections of the keys and values.
 
-    The keys and values ``(S, H)`` of each head are projected along the length axis by
-    learned matrices ``E`` and ``F`` of shape ``(max_length, k)``, whose first ``S`` rows are
-    used: ``K' = E[:S]^T K``, ``V' = F[:S]^T V`` ``(k, H)``. Every query then attends over the
-    ``k`` projected keys, ``softmax(q K'^T / sqrt(H)) V'``: O(T * k) time and memory. ``E``
-    and ``F`` are shared by the heads (the paper's headwise sharing); with
-    ``share_kv_projection`` ``F = E`` (key-value sharing).
+    Each head's keys and values ``(S, H)`` are projected along the length by learned ``(max_length,
+    k)`` matrices ``E`` and ``F`` (first ``S`` rows used; shared by the heads, ``F = E`` with
+    ``share_kv_projection``), and every query attends the ``k`` projected keys: O(T * k).
 
-    Masks: ``padding_mask`` (and Keras implicit masks) are honoured by zeroing the padded
-    keys and values before the projection, so that real positions never depend on padded
-    ones. (The projected keys of a padded batch are then not those of the unpadded sequence:
-    the rows of ``E`` and ``F`` at padded positions see zeros.) ``use_causal_mask`` is not
-    supported: the projection mixes all positions, future included; it raises a ValueError,
-    as does an arbitrary ``attention_mask``. There is no KV cache (``supports_cache =
-    False``). Cross attention (``T != S``) works, with ``S <= max_length``.
+    Masks: padded keys and values are zeroed before the projection, so real positions never
+    depend on padding (but a padded batch's projected keys differ from the unpadded sequence's).
+    ``use_causal_mask`` (the projection mixes the future in) and an ``attention_mask`` raise
+    ``ValueError``. No KV cache. Cross attention works, with ``S <= max_length``.
 
     Args:
         max_length: the longest key sequence; the rows of ``E`` and ``F``.
         projected_length: k, the number of projected keys and values.
         share_kv_projection: use one matrix for the keys and the values (``F = E``).
         projection_initializer: initializer of ``E`` and ``F``.
-        *args, **kwargs: the arguments of ``MultiHeadAttention`` (``num_heads``, ``key_dim``,
-            ``value_dim``, ``dropout`` (on the ``(T, k)`` weights), ``score``, ``fused_qkv``
-            ...).
+        *args, **kwargs: as ``MultiHeadAttention`` (``dropout`` on the ``(T, k)`` weights).
 
     Call arguments:
-        The same as ``MultiHeadAttention``. With ``return_attention_scores`` the weights are
+        As ``MultiHeadAttention``. With ``return_attention_scores`` the weights are
         the ``(B, N, T, S)`` matrix ``W`` with ``output = W V``, i.e. ``P F[:S]^T`` (padded
         keys' columns zero) for the ``(T, k)`` softmax weights ``P``. Its rows need not sum to
         one, and it may be negative. It is made only when asked.

@@ -1,14 +1,10 @@
 """Local (sliding-window) attention, and the blocked computation that the sparse variants share.
 
-Every sparse variant here (local, strided, global) is a union of a few *parts*, each a set of
-keys per query that can be gathered without any T x S tensor: the keys of the neighbouring
-blocks (this file), the keys of the same residue modulo a stride (``strided.py``), a few
-global keys (``global_attention.py``). Each part gives a softmax over its own keys and the
-log of its normaliser; :func:`merge_parts` joins them into the softmax over the union, the
-way blocked (flash) attention merges key blocks. The parts of one variant are disjoint, so
-every allowed key is counted once. The window part, the large one, runs as a loop whose backward
-pass recomputes its weights (:func:`recomputed_window_part`), unless attention dropout or the
-additive score needs them whole (:func:`local_window_part`).
+Each sparse variant (local, strided, global) is a union of disjoint *parts*, each a set of keys
+per query gathered without any T x S tensor; each part gives a softmax over its keys and the log
+of its normaliser, and :func:`merge_parts` joins them as blocked (flash) attention merges key
+blocks. The window part runs as a loop that recomputes its weights in the backward pass
+(:func:`recomputed_window_part`) unless dropout or the additive score needs them whole.
 """
 
 import keras
@@ -165,12 +161,11 @@ def recomputed_window_part(q, k, v, key_valid, window, block_size, causal, score
     (:func:`~zoo.layers.attention.recomputed.looped_attention`), whose weights the backward
     pass recomputes instead of keeping them.
 
-    Each step takes ``g`` query blocks and the ``g + 2`` key blocks around them, and scores each
-    query block against its neighbours as :func:`local_window_part` does; no tensor of the
-    ``(B, N, T, 3b)`` scores is ever whole, in the forward or the backward pass. No attention
-    dropout, and a dot-product score (``scaled_dot``, ``dot``, ``cosine``):
-    :meth:`BlockedAttention._window_part` takes :func:`local_window_part` otherwise. Equal to
-    it in values and gradients, ``lse`` included, for every query with a key in its window.
+    Each step takes ``g`` query blocks and the ``g + 2`` key blocks around them, so the
+    ``(B, N, T, 3b)`` scores are never whole, forward or backward. No attention dropout, and a
+    dot-product score (:meth:`BlockedAttention._window_part` takes :func:`local_window_part`
+    otherwise). Equal to it in values and gradients, ``lse`` included, for every query with a
+    key in its window.
 
     Args:
         q, k, v, key_valid, window, block_size, causal: as :func:`local_window_part`.
@@ -361,27 +356,22 @@ class BlockedAttention(MultiHeadAttention):
 class LocalAttention(BlockedAttention):
     """Sliding-window (local, truncated) attention: each query sees the keys near it.
 
-    Query ``i`` attends key ``j`` when ``|i - j| <= window`` (``2 window + 1`` keys), or,
-    with ``use_causal_mask``, when ``i - window <= j <= i`` (``window + 1`` keys). The
-    sequence is cut into blocks of ``window`` positions and each query block attends its own
-    block and its two neighbours, so time and memory are O(T window): no tensor of size
-    T x S, nor any T x S mask, is ever made. A length that is not a multiple of the window
-    is padded internally and the padding masked. With ``window >= T - 1`` it is exactly full
-    attention.
+    Query ``i`` attends key ``j`` when ``|i - j| <= window``, or with ``use_causal_mask`` when
+    ``i - window <= j <= i``. Each block of ``window`` queries attends its own block and its two
+    neighbours: O(T window), no T x S tensor or mask; a length not a multiple of the window is
+    padded internally and masked. With ``window >= T - 1`` it is exactly full attention.
 
-    Masks: a ``(B, S)`` padding mask (or a Keras implicit mask) and ``use_causal_mask`` are
-    supported. An arbitrary ``(B, T, S)`` ``attention_mask`` raises a ``ValueError``, and so do
-    ``return_attention_scores`` (the dense weights are never formed), cross attention with
-    ``T != S``, and a KV cache (``supports_cache = False``: decode with full passes). Attention
-    dropout is applied to the window weights.
+    Masks: a padding mask (or a Keras implicit mask) and ``use_causal_mask``. An
+    ``attention_mask``, ``return_attention_scores``, cross attention with ``T != S`` and a KV
+    cache (decode with full passes) raise ``ValueError``. Attention dropout applies to the
+    window weights.
 
     Args:
         window: w >= 0, how many keys each side a query sees (before it only, when causal).
-        *args, **kwargs: the arguments of ``MultiHeadAttention`` (``num_heads``,
-            ``key_dim``, ``dropout``, ``score``, ``fused_qkv`` ...).
+        *args, **kwargs: as ``MultiHeadAttention``.
 
     Call arguments:
-        The same as ``MultiHeadAttention``; see above for the masks it takes.
+        As ``MultiHeadAttention``; see above for the masks it takes.
 
     Returns:
         ``(B, T, output_dim)``, as ``MultiHeadAttention``.

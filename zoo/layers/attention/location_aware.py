@@ -14,18 +14,13 @@ __all__ = ["LocationAwareAttention"]
 class LocationAwareAttention(StatefulAttention):
     """Cross attention whose scores add features of the attention's cumulative weights.
 
-    Chorowski et al. 2015's location-aware score, on a transformer's scaled dot product: for
-    query ``t`` the weights of the steps before it, summed (``state``, ``(B, T, S)``: how much
-    attention each source position has had), go through a convolution over the source axis
-    (``location_filters`` filters of width ``location_kernel``), a tanh and a projection to one
-    bias per head, added to the scores. The attention can then learn to move on from where it
-    has been, past what it has already read.
-
-    A :class:`StatefulAttention`: the state of a whole target (training, teacher forcing) comes
-    from a first pass (:meth:`sequence_state` of its weights, the shifted cumulative sum); one
-    step at a time (decoding) the state is the sum so far, carried in the search's caches
-    (:meth:`initial_state`, :meth:`next_state`). Without a state the layer attends as at the
-    first step (no attention yet: the bias is then the same at every source position).
+    Chorowski et al. 2015's location-aware score on a scaled dot product: for query ``t`` the
+    summed weights of the steps before it (``state``, ``(B, T, S)``) go through a convolution
+    over the source (``location_filters`` of width ``location_kernel``), a tanh and a projection
+    to one bias per head, added to the scores, so the attention can learn to move on past what
+    it has read. A :class:`StatefulAttention`: over a whole target the state comes from a first
+    pass (:meth:`sequence_state`); step by step it is the sum so far, in the search's caches
+    (:meth:`initial_state`, :meth:`next_state`). Without a state it attends as at the first step.
 
     Args:
         num_heads, key_dim, ...: those of :class:`MultiHeadAttention`.

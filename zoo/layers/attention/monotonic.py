@@ -77,14 +77,12 @@ def hard_monotonic_alignment(p, position):
 class MonotonicAttention(StatefulAttention):
     """Cross attention that reads the source left to right and never goes back.
 
-    Each head scores every source position with its scaled dot product plus a learned bias
-    ``r``, and ``p = sigmoid(score)`` is the probability that the query stops there (0 at
-    padding). Over a whole target (training, teacher forcing) the weights are the expected
-    alignment (:func:`monotonic_alignment`, differentiable; Gaussian noise of
-    ``energy_noise`` on the scores in training pushes them towards 0 or 1, as in the paper);
-    one step at a time (decoding, with the state) they are hard: the head attends to the first
-    position from where it stopped before whose ``p >= 0.5`` (:func:`hard_monotonic_alignment`),
-    and the context is that one value. The state is each head's position, ``(B, N)``.
+    Each head's stopping probability at a source position is ``p = sigmoid(scaled dot product
+    + r)``, ``r`` a learned bias (0 at padding). Over a whole target the weights are the
+    expected alignment (:func:`monotonic_alignment`, differentiable; training adds Gaussian
+    ``energy_noise`` to push ``p`` towards 0 or 1); step by step they are hard: the first
+    position from the last stop with ``p >= 0.5`` (:func:`hard_monotonic_alignment`). The state
+    is each head's position, ``(B, N)``.
 
     Args:
         num_heads, key_dim, ...: those of :class:`MultiHeadAttention` (its ``score`` and

@@ -24,9 +24,8 @@ def write_cache(cache, offset, new):
         The ``(keys, values)`` pair written.
 
     Why a scatter and not ``ops.slice_update``: in TensorFlow's graph mode (the plain serving
-    signatures), a slice update is an XLA op that TensorFlow runs by compiling it on demand: 8
-    of the 344 ops of a greedy step took 302 us of its 1,234 at batch 1, where the scatters take
-    about 30 (``benchmarks/serving_profile.py``). A scatter is a core kernel; under XLA both
+    signatures) a slice update is an XLA op compiled on demand, a large share of a greedy step's
+    time, where a scatter is a core kernel (``benchmarks/serving_profile.py``); under XLA both
     write in place. The caches are scattered into as ``(B * S_max, N, H)`` rows, so that the
     indices are one column, computed once for keys and values.
     """

@@ -110,21 +110,14 @@ def _favor_feature_maps(q, k, random_features):
 class PerformerAttention(KernelizedAttention):
     """Performer attention: softmax attention estimated with FAVOR+ random features.
 
-    ``exp(q . k / sqrt(H))`` is replaced by ``phi(q) . phi(k)`` with the positive orthogonal
-    random features ``phi(x)_j = exp(w_j . x' - |x'|^2 / 2) / sqrt(m)`` (see
-    :func:`favor_features`), and the attention is computed in O(T + S) time and memory by
-    :func:`zoo.layers.attention.linear.kernel_attention`. The estimate is unbiased; its error
-    falls as ``num_features`` grows. Features are computed in float32 with max-subtraction:
-    per query row for the queries (a per-query factor cancels), and for the keys relative to
-    their maximum over the real keys (causal: their running maximum up to each query), so
-    nothing overflows and the future plays no part even in rounding.
-
-    The random matrix ``(m, H)``, shared by the heads, is a non-trainable weight: a ``.keras``
-    reload gives the same outputs. With ``redraw`` it is drawn anew during training (from the
-    layer's seed generator), never in inference.
-
-    Masks: ``padding_mask`` and ``use_causal_mask`` are supported, an ``attention_mask`` and
-    the KV cache are not, as in ``LinearAttention`` (see ``KernelizedAttention``).
+    ``exp(q . k / sqrt(H))`` becomes ``phi(q) . phi(k)`` with positive orthogonal random
+    features (:func:`favor_features`), computed in O(T + S) by
+    :func:`zoo.layers.attention.linear.kernel_attention`; the estimate is unbiased, its error
+    falling as ``num_features`` grows. Features are float32 with max-subtraction (keys relative
+    to their running maximum when causal), so nothing overflows and the future plays no part
+    even in rounding. The random matrix, shared by the heads, is a non-trainable weight (a
+    ``.keras`` reload gives the same outputs); ``redraw`` draws it anew in training only.
+    Masks: as ``LinearAttention`` (padding and causal; no ``attention_mask``, no KV cache).
 
     Args:
         num_features: m, the number of random features; defaults to ``round(H ln H)``
@@ -132,13 +125,11 @@ class PerformerAttention(KernelizedAttention):
         redraw: False (never), True (at every training call), or an int n (at every n-th
             training call).
         chunk_size: the chunk length of the causal computation (default 64).
-        *args, **kwargs: the arguments of ``MultiHeadAttention`` (``num_heads``, ``key_dim``,
-            ``value_dim``, ``fused_qkv`` ...). ``seed`` seeds the random features (first draw
-            and redraws). ``score`` must stay ``"scaled_dot"``; ``dropout`` is not applied
-            (there is no attention matrix).
+        *args, **kwargs: as ``MultiHeadAttention``; ``seed`` seeds the random features,
+            ``score`` must stay ``"scaled_dot"`` and ``dropout`` is not applied.
 
     Call arguments:
-        The same as ``MultiHeadAttention``; the weights of ``return_attention_scores`` are
+        As ``MultiHeadAttention``; the weights of ``return_attention_scores`` are
         the implicit ``phi(q) . phi(k)`` ones, normalized, computed densely when asked.
 
     Returns:

@@ -1,18 +1,12 @@
 """Softmax attention over small key sets, in steps whose weights the backward pass recomputes.
 
-The blocked variants (local, strided, global, sinkhorn, clustered) give each block of queries
-a few keys of its own: its neighbours, or the keys sorted or routed to it. Computed whole,
-their scores are ``(B, N, T, K)``, several times the size of the sequence, and training keeps
-several such tensors for the backward pass (the scores, the weights, their gradients). Here
-the blocks are taken a step at a time (``g`` blocks of ``b`` queries), each step keeping only
-its outputs and each query's maximum score and sum of exponentials; the gradient is written
-out and recomputes each step's weights from those two, as
-:func:`~zoo.layers.attention.chunked_attention` does for full attention (FlashAttention's
-backward pass). Memory is then O(T) plus one step's scores.
-
-:func:`looped_attention` is the loop, for any way of fetching a step's queries and keys;
-:func:`grouped_attention` is its use when every block's keys are laid out beside it.
-Neither has attention dropout: the recomputed weights would be dropped differently.
+The blocked variants (local, strided, global, sinkhorn, clustered) give each block of queries a
+few keys of its own; computed whole, their ``(B, N, T, K)`` scores and gradients dominate
+training memory. Here the blocks are taken a step at a time, each step keeping its outputs and
+each query's maximum and sum of exponentials, from which the backward pass recomputes the
+weights (FlashAttention's backward pass): memory O(T) plus one step's scores.
+:func:`looped_attention` is the loop; :func:`grouped_attention` its use when every block's keys
+lie beside it. Neither has attention dropout: the recomputed weights would be dropped differently.
 """
 
 import numpy as np

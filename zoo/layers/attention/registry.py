@@ -1,9 +1,5 @@
-"""Attention variants by name.
-
-A new variant is a new file in this folder: a subclass of ``MultiHeadAttention`` (same call
-signature) decorated with ``@register_attention("short-name")`` and imported in
-``zoo/layers/attention/__init__.py``. The blocks then take ``attention="short-name"``; they
-never change when a variant is added.
+"""Attention variants by name: a ``MultiHeadAttention`` subclass in its own file registers
+itself with ``@register_attention("short-name")``, and the blocks take ``attention="short-name"``.
 """
 
 _REGISTRY = {}

@@ -134,36 +134,21 @@ def sorted_block_attention(q, k, v, sort, sorted_real, local_mask, step_queries=
 class SinkhornAttention(SelfAttentionOnly, MultiHeadAttention):
     """Sparse Sinkhorn attention: each block attends itself and a learned soft sort of the blocks.
 
-    The sequence is cut into ``n`` blocks of ``b = block_size`` tokens. Per head, a small
-    sorting network scores every pair of blocks from their mean queries and keys (the
-    paper's sum pooling, as a mean over the real tokens):
+    The sequence is cut into blocks of ``block_size`` tokens. Per head, a sorting network scores
+    every pair of blocks from their mean queries and keys,
+    ``R_ij = relu(qbar_i W_q) . relu(kbar_j W_k) / sqrt(sort_dim)``, and Sinkhorn normalization
+    of ``(R + g) / temperature`` (``g`` Gumbel noise, in training) gives a doubly stochastic
+    ``S``; block ``i``'s sorted keys and values are ``sum_j S_ij K_j`` and ``sum_j S_ij V_j``.
+    Each query block attends its sorted block and its own, ``2b`` keys: O(T b + n^2) memory.
+    The paper's network maps a block to ``n`` logits, fixing the number of blocks; dot products
+    of two per-head networks make any length work.
 
-        R_ij = relu(qbar_i W_q) . relu(kbar_j W_k) / sqrt(sort_dim)
-
-    and Sinkhorn normalization of ``(R + g) / temperature`` (``g`` Gumbel noise, only in
-    training) gives a soft permutation matrix ``S``, doubly stochastic over the blocks. The
-    sorted keys and values of block ``i`` are ``sum_j S_ij K_j`` and ``sum_j S_ij V_j``. Each
-    query block attends, with one softmax, its sorted block and its own block (the paper's
-    concatenation of sorted and local keys), ``2b`` keys: O(T b + n^2) memory, never T x T.
-
-    The paper's sorting network maps each block to ``n`` logits, which fixes the number of
-    blocks; here the logits are the dot products of two small per-head networks of the blocks,
-    so any length works, including lengths that are not a multiple of ``block_size``.
-
-    Masks:
-
-    - Padding masks: padded tokens are left out of the block means and zeroed before the
-      sorting; a position of a sorted block is masked when none of the blocks mixed into it
-      has a real token there, and an all-padding block takes no part in the sorting.
-    - ``use_causal_mask``: block ``i`` is sorted from the blocks ``j < i`` only, with row
-      scores from the mean query of those earlier blocks, and its own block is attended
-      causally. Sinkhorn's column normalization would let later blocks change the earlier
-      rows of ``S``, so in causal mode ``S`` is normalized over its rows only (a softmax over
-      the earlier blocks); the first block attends only itself.
-    - An ``attention_mask`` raises ``ValueError``; so does ``return_attention_scores`` (the
-      weights over the sorted blocks are not weights over tokens).
-
-    Attention dropout applies to the weights. Self-attention only; no KV cache.
+    Masks: padded tokens are left out of the block means; a sorted position is masked when no
+    block mixed into it has a real token there. With ``use_causal_mask`` block ``i`` is sorted
+    from the blocks ``j < i`` only, ``S`` normalized over its rows alone (a column normalization
+    would let later blocks change earlier rows), and its own block attended causally. An
+    ``attention_mask`` or ``return_attention_scores`` raises ``ValueError``. Attention dropout
+    applies to the weights. Self-attention only; no KV cache.
 
     Args:
         block_size: b, the number of tokens of a block.
@@ -171,12 +156,10 @@ class SinkhornAttention(SelfAttentionOnly, MultiHeadAttention):
         sinkhorn_iterations: the number of row-then-column normalizations.
         sort_dim: the width of the sorting network; defaults to ``key_dim``.
         gumbel_noise: add Gumbel noise to the sorting logits in training (Gumbel-Sinkhorn).
-        *args, **kwargs: the arguments of ``MultiHeadAttention`` (``num_heads``, ``key_dim``,
-            ``dropout``, ``fused_qkv`` ...). The score must be ``"scaled_dot"`` or ``"dot"``.
+        *args, **kwargs: as ``MultiHeadAttention``; the score must be ``"scaled_dot"`` or ``"dot"``.
 
     Call arguments:
-        The same as ``MultiHeadAttention``, without ``value``, ``key``, ``attention_mask`` and
-        the cache.
+        As ``MultiHeadAttention``, without ``value``, ``key``, ``attention_mask`` and the cache.
 
     Returns:
         ``(B, T, output_dim)``. Outputs at padded positions are meaningless.

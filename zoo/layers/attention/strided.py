@@ -68,34 +68,24 @@ def strided_part(q, k, v, key_valid, stride, causal, exclude_within=-1, **attend
 class StridedAttention(BlockedAttention):
     """Strided attention, alone or combined with a local window as in the Sparse Transformer.
 
-    With ``l = stride``, query ``i`` attends key ``j`` when:
+    With ``l = stride``, query ``i`` attends key ``j`` when ``(i - j) mod l == 0``
+    (``pattern="strided"``, the paper's ``A^(2)``; ``stride=1`` is full attention), or also when
+    ``|i - j| <= l`` (``pattern="sparse"``, the "merged head": every position reaches every
+    other in two steps). ``use_causal_mask`` adds ``j <= i``. The strided keys are gathered
+    column by column and the window by blocks of ``l``: O(T (l + T / l)), no T x S tensor; a
+    length not a multiple of ``l`` is padded internally and masked.
 
-    - ``pattern="strided"``: ``(i - j) mod l == 0``, every l-th position (the paper's
-      ``A^(2)``). ``stride=1`` is full attention.
-    - ``pattern="sparse"``: ``|i - j| <= l`` or ``(i - j) mod l == 0``: the union of the
-      local window ``A^(1)`` and the strided set ``A^(2)`` in one head (the paper's
-      "merged head"), in which every position reaches every other in two steps.
-
-    ``use_causal_mask`` adds ``j <= i`` (the paper's autoregressive form: the previous ``l``
-    positions and every l-th one before). The strided keys are gathered by regrouping the
-    sequence column by column (``T / l`` keys per query) and the window by blocks of ``l``
-    (``3 l`` keys per query), so memory and time are O(T (l + T / l)), O(T sqrt(T)) for
-    ``l ~ sqrt(T)``; no T x S tensor or mask is made. A length that is not a multiple of
-    ``l`` is padded internally and the padding masked.
-
-    Masks: a ``(B, S)`` padding mask (or a Keras implicit mask) and ``use_causal_mask`` are
-    supported. An arbitrary ``(B, T, S)`` ``attention_mask`` raises a ``ValueError``, and so do
-    ``return_attention_scores``, cross attention with ``T != S``, and a KV cache
-    (``supports_cache = False``). Attention dropout is applied to the weights.
+    Masks: a padding mask (or a Keras implicit mask) and ``use_causal_mask``. An
+    ``attention_mask``, ``return_attention_scores``, cross attention with ``T != S`` and a KV
+    cache raise ``ValueError``. Attention dropout applies to the weights.
 
     Args:
         stride: l >= 1, the stride (and, for ``"sparse"``, the window each side).
         pattern: ``"strided"`` or ``"sparse"``.
-        *args, **kwargs: the arguments of ``MultiHeadAttention`` (``num_heads``,
-            ``key_dim``, ``dropout``, ``score``, ``fused_qkv`` ...).
+        *args, **kwargs: as ``MultiHeadAttention``.
 
     Call arguments:
-        The same as ``MultiHeadAttention``; see above for the masks it takes.
+        As ``MultiHeadAttention``; see above for the masks it takes.
 
     Returns:
         ``(B, T, output_dim)``, as ``MultiHeadAttention``.

@@ -15,21 +15,12 @@ SYNTHESIZER_MODES = ("dense", "random")
 class SynthesizerAttention(MultiHeadAttention):
     """Self-attention whose weights are synthesized, not computed from queries and keys.
 
-    Each head mixes its projected values ``v = x W^V`` with weights ``softmax(B)`` where the
-    ``(T, T)`` logits ``B`` come from one of two synthesizers (section 3 of the paper):
-
-    - ``mode="dense"``: each token ``x_t`` alone predicts its row of logits over the key
-      positions, ``B_t = W_2 relu(W_1 x_t + b_1) + b_2``, a 2-layer MLP with ``max_length``
-      outputs per head (the first ``T`` are used). The hidden layer is shared by the heads.
-    - ``mode="random"``: ``B = R[:T, :T]`` with ``R`` a ``(max_length, max_length)`` matrix per
-      head that does not depend on the input; learned, or fixed at its random initialization
-      when ``trainable_random=False``.
-
-    There are no query or key projections. The logits are dense, so every mask is supported
-    exactly: padding masks, ``use_causal_mask`` (query ``t`` keeps the logits of keys
-    ``s <= t``) and an arbitrary ``(B, T, T)`` ``attention_mask``; the weights can be
-    returned, and attention dropout applies to them. Memory is O(T^2), as for full attention.
-
+    Each head mixes its projected values with ``softmax(B)``, the ``(T, T)`` logits from one of
+    two synthesizers: ``mode="dense"``, a 2-layer MLP of each token alone (hidden layer shared by
+    the heads, ``max_length`` outputs per head, the first ``T`` used); ``mode="random"``,
+    ``R[:T, :T]`` of a per-head ``(max_length, max_length)`` matrix, learned or fixed. No query or
+    key projections. The logits are dense, so every mask is exact (padding, causal, an
+    ``attention_mask``), the weights can be returned and dropped out; memory O(T^2).
     Self-attention only (a separate ``value``/``key`` raises ``ValueError``), and no KV cache.
 
     Args:
@@ -38,13 +29,12 @@ class SynthesizerAttention(MultiHeadAttention):
         hidden_dim: width of the dense synthesizer's hidden layer; defaults to the input size.
             Only for ``mode="dense"``.
         trainable_random: whether ``R`` is learned. Only for ``mode="random"``.
-        *args, **kwargs: the arguments of ``MultiHeadAttention`` (``num_heads``, ``key_dim``,
-            ``value_dim``, ``dropout``, ``output_dim`` ...). ``key_dim`` only sets the default
-            ``value_dim``. ``fused_qkv`` is accepted (the blocks pass it) and changes nothing:
-            the values are the only projection. The score must stay ``"scaled_dot"``.
+        *args, **kwargs: as ``MultiHeadAttention``; ``key_dim`` only sets the default
+            ``value_dim``, ``fused_qkv`` changes nothing (the values are the only projection),
+            and the score must stay ``"scaled_dot"``.
 
     Call arguments:
-        The same as ``MultiHeadAttention``, without ``value``, ``key`` and the cache.
+        As ``MultiHeadAttention``, without ``value``, ``key`` and the cache.
 
     Returns:
         ``(B, T, output_dim)``, and the weights ``(B, N, T, T)`` when

@@ -11,39 +11,20 @@ from zoo.layers.masking import implicit_mask
 class TransformerDecoderBlock(_TransformerBlock):
     """One transformer decoder block: causal self-attention, cross attention, feed-forward net.
 
-    The three sublayers sit in residual connections exactly as in
-    ``TransformerEncoderBlock``: post-LN ``x = LN(x + dropout(f(x)))`` when
-    ``normalize_first=False``, pre-LN ``x = x + dropout(f(LN(x)))`` when True (a stack of
-    pre-LN blocks then needs one final ``LayerNormalization``). In pre-LN only the queries
-    of the cross attention are normalized here; the encoder output is used as it is.
-
-    With ``cross_attention=False`` the block is a decoder-only (GPT-style) block: causal
-    self-attention and the feed-forward network.
-
-    Incremental decoding keeps two caches: the self-attention cache, made by
-    :meth:`init_self_cache` and updated at ``cache_index`` on every call, and the
-    cross-attention cache, the encoder keys and values computed once by
-    :meth:`compute_cross_cache`. Both are fixed-size tensors and ``cache_index`` may be a
-    tensor, so a decoding loop compiles with XLA (``tf.function(jit_compile=True)``).
+    Residual connections as in ``TransformerEncoderBlock`` (post-LN, or pre-LN with
+    ``normalize_first``; in pre-LN only the cross attention's queries are normalized, the encoder
+    output is used as it is). With ``cross_attention=False`` it is a decoder-only (GPT-style)
+    block. Incremental decoding keeps a self-attention cache (:meth:`init_self_cache`, written
+    at ``cache_index`` on every call) and a cross-attention cache (:meth:`compute_cross_cache`,
+    once); both are fixed-size and ``cache_index`` may be a tensor, so a loop compiles with XLA.
 
     Args:
-        num_heads: N, the number of attention heads (self and cross attention).
-        ff_dim: the inner size of the feed-forward network.
-        key_dim: H, the size of each attention head; defaults to ``D // num_heads``.
-        dropout: dropout rate on each sublayer's output, before the residual sum.
-        attention_dropout: dropout rate on the attention weights.
-        ff_dropout: dropout rate on the inner activations of the feed-forward network.
-        activation: the feed-forward activation (see ``FeedForward``).
-        normalize_first: pre-LN when True, post-LN (the default) when False.
-        layer_norm_epsilon: epsilon of the layer normalizations.
-        attention: the registered name of the self-attention variant (default ``"mha"``).
-        attention_kwargs: extra constructor arguments of the self-attention variant.
+        the encoder block's arguments (``num_heads`` and ``attention_dropout`` serve the self
+        and the cross attention), and:
         cross_attention: whether the block attends over an encoder output (default True).
         cross_attention_variant: the registered name of the cross-attention variant
             (default ``"mha"``). It is made with ``fused_qkv=False``.
         cross_attention_kwargs: extra constructor arguments of the cross-attention variant.
-        kernel_initializer: initializer of every projection kernel.
-        bias_initializer: initializer of every projection bias.
 
     Call arguments:
         x: ``(B, T, D)``, the decoder inputs. A Keras implicit mask on it is used as
@@ -99,40 +80,13 @@ class TransformerDecoderBlock(_TransformerBlock):
 
     def __init__(
         self,
-        num_heads,
-        ff_dim,
-        key_dim=None,
-        dropout=0.0,
-        attention_dropout=0.0,
-        ff_dropout=0.0,
-        activation="relu",
-        normalize_first=False,
-        layer_norm_epsilon=1e-5,
-        attention="mha",
-        attention_kwargs=None,
+        *args,
         cross_attention=True,
         cross_attention_variant="mha",
         cross_attention_kwargs=None,
-        kernel_initializer="glorot_uniform",
-        bias_initializer="zeros",
         **kwargs,
     ):
-        super().__init__(
-            num_heads,
-            ff_dim,
-            key_dim=key_dim,
-            dropout=dropout,
-            attention_dropout=attention_dropout,
-            ff_dropout=ff_dropout,
-            activation=activation,
-            normalize_first=normalize_first,
-            layer_norm_epsilon=layer_norm_epsilon,
-            attention=attention,
-            attention_kwargs=attention_kwargs,
-            kernel_initializer=kernel_initializer,
-            bias_initializer=bias_initializer,
-            **kwargs,
-        )
+        super().__init__(*args, **kwargs)
         self.cross_attention = cross_attention
         self.cross_attention_variant = cross_attention_variant
         self.cross_attention_kwargs = (

@@ -201,19 +201,12 @@ class _TransformerBlock(keras.layers.Layer):
 class TransformerEncoderBlock(_TransformerBlock):
     """One transformer encoder block: self-attention, then a position-wise feed-forward net.
 
-    Each of the two sublayers ``f`` sits in a residual connection with dropout and a
-    layer normalization, in one of two orders:
-
-    - ``normalize_first=False`` (post-LN, Vaswani et al.): ``x = LN(x + dropout(f(x)))``.
-      Every output row is layer-normalized.
-    - ``normalize_first=True`` (pre-LN, Xiong et al.): ``x = x + dropout(f(LN(x)))``. The
-      residual stream is never normalized inside the block, so a stack of pre-LN blocks
-      needs one final ``LayerNormalization`` after its last block (the model adds it).
-
-    The self-attention is the attention variant registered as ``attention`` (see
-    ``zoo.layers.attention.registry``), made as ``get_attention(attention)(num_heads=...,
-    key_dim=..., dropout=attention_dropout, fused_qkv=True, name="self_attention",
-    **attention_kwargs)``. The block never special-cases a variant.
+    Each sublayer ``f`` sits in a residual connection with dropout and a layer normalization:
+    post-LN ``x = LN(x + dropout(f(x)))`` (Vaswani et al.), or with ``normalize_first`` pre-LN
+    ``x = x + dropout(f(LN(x)))`` (Xiong et al.; a stack then needs one final
+    ``LayerNormalization``, which the model adds). The self-attention is
+    ``get_attention(attention)(num_heads=..., key_dim=..., dropout=attention_dropout,
+    fused_qkv=True, name="self_attention", **attention_kwargs)``; no variant is special-cased.
 
     Args:
         num_heads: N, the number of attention heads.

@@ -28,15 +28,11 @@ def _activate(name, x):
 class FeedForward(keras.layers.Layer):
     """Position-wise feed-forward network: two projections around an activation or a gate.
 
-    With a plain activation (``relu``, ``gelu``) this is ``act(x W1 + b1) W2 + b2`` of
-    Vaswani et al. With a GLU variant (``glu``, ``reglu``, ``geglu``, ``swiglu``) it is
-    ``(gate(x W + b) * (x V + c)) W2 + b2`` of Shazeer 2020, where ``gate`` is the sigmoid,
-    ReLU, GELU or Swish. ``W`` and ``V`` are one fused ``Dense`` of ``2 * hidden_dim`` units
-    (one matmul), split in two: the first half is the gate ``x W + b``, the second the
-    linear ``x V + c``. GELU is the exact (erf) GELU.
-
-    Padding needs no mask here: every position is transformed on its own. The Keras
-    implicit mask of the input is passed on to the output.
+    With a plain activation (``relu``, ``gelu``) this is ``act(x W1 + b1) W2 + b2`` (Vaswani et
+    al.); with a GLU variant (``glu``, ``reglu``, ``geglu``, ``swiglu``) it is
+    ``(gate(x W + b) * (x V + c)) W2 + b2`` (Shazeer 2020), ``W`` and ``V`` one fused ``Dense``
+    of ``2 * hidden_dim`` units, gate half first. GELU is the exact (erf) GELU. Positions are
+    transformed independently, so padding needs no mask; the input's implicit mask is passed on.
 
     Args:
         hidden_dim: the inner size (of each half, for the GLU variants).

@@ -114,11 +114,10 @@ class ALiBiAttention(MultiHeadAttention):
     ``MultiHeadAttention``.
 
     Args:
-        *args, **kwargs: the arguments of ``MultiHeadAttention`` (``num_heads``, ``key_dim``,
-            ``value_dim``, ``dropout``, ``score``, ``fused_qkv`` ...).
+        *args, **kwargs: as ``MultiHeadAttention``.
 
     Call arguments:
-        The same as ``MultiHeadAttention``.
+        As ``MultiHeadAttention``.
 
     Returns:
         The same as ``MultiHeadAttention``.

@@ -42,12 +42,10 @@ class RelativePositionAttention(MultiHeadAttention):
         max_relative_position: k, the largest distance with its own embedding; farther keys
             share the embedding of distance ``k`` (or ``-k``).
         embeddings_initializer: initializer of the relative embeddings.
-        *args, **kwargs: the arguments of ``MultiHeadAttention`` (``num_heads``, ``key_dim``,
-            ``value_dim``, ``dropout``, ``fused_qkv`` ...). The score must be ``"scaled_dot"``
-            (the paper's) or ``"dot"``.
+        *args, **kwargs: as ``MultiHeadAttention``; the score must be ``"scaled_dot"`` or ``"dot"``.
 
     Call arguments:
-        The same as ``MultiHeadAttention``.
+        As ``MultiHeadAttention``.
 
     Returns:
         The same as ``MultiHeadAttention``.

@@ -97,11 +97,10 @@ class RotaryAttention(MultiHeadAttention):
 
     Args:
         max_wavelength: the base of the rotation frequencies, ``10000``.
-        *args, **kwargs: the arguments of ``MultiHeadAttention`` (``num_heads``, ``key_dim`` (even),
-            ``value_dim``, ``dropout``, ``score``, ``fused_qkv`` ...).
+        *args, **kwargs: as ``MultiHeadAttention``; ``key_dim`` must be even.
 
     Call arguments:
-        The same as ``MultiHeadAttention``.
+        As ``MultiHeadAttention``.
 
     Returns:
         The same as ``MultiHeadAttention``.

@@ -1,12 +1,10 @@
 """The non-autoregressive translator: the translator's encoder, and a decoder without the causal
 mask that fills every target position at once.
 
-The encoder and the decoder blocks are the translator's public stacks; what differs is the
-decoder's attention, which sees the whole target, and the choices of :class:`NATConfig`: a
-CMLM decoder with a :class:`~zoo.layers.LengthPredictor` (reading mask tokens, refined by
-Mask-Predict, or a uniform copy of the source; the length predicted, or the widest cut at the
-first EOS), or a CTC decoder over the upsampled source. The saved model's layers record the
-choices (:func:`nat_modes`).
+:class:`NATConfig` chooses a CMLM decoder with a :class:`~zoo.layers.LengthPredictor` (mask
+tokens refined by Mask-Predict, or a copy of the source; the length predicted, or the widest cut
+at the first EOS) or a CTC decoder over the upsampled source; :func:`nat_modes` reads the choices
+back from a saved model's layers.
 """
 
 from zoo.models.nat.backbone import NATBackbone, NATLayers, build_nat_translator

@@ -16,7 +16,7 @@ from zoo.layers import (
     SourceUpsampling,
     UniformCopy,
 )
-from zoo.models.nat.config import COPY_LAYER, CTC_LAYER, CTC_OUTPUT, MASK_ID, NATConfig
+from zoo.models.nat.config import MASK_ID, NATConfig
 from zoo.models.backbone import ArchitectureBackbone
 from zoo.models.translator.config import TranslatorConfig, seq2seq_fields
 from zoo.models.translator.stacks import decoder_stack, encoder_stack, make_translator_layers
@@ -45,15 +45,13 @@ def build_nat_translator(config):
 class NATBackbone(ArchitectureBackbone):
     """The NAT: ``{"source", "target_in"}`` ids -> token logits and length scores.
 
-    Layer names are the translator's (``embedding`` or ``source_embedding``/
-    ``target_embedding``, ``encoder_block_{i}``, ``encoder_norm``, ``decoder_block_{i}``,
-    ``decoder_norm``, ``output_projection``) plus ``length_predictor`` (which records
-    ``length_mode``) and, with ``decoder_input="copy"``, ``source_copy``. A ``decoder="ctc"``
-    model has ``ctc_upsampling`` and ``ctc_output`` instead of the length predictor, and maps
-    ``{"source"}`` alone to ``{"tokens": (B, k S, V) logits}``. With ``glancing_ratio`` the
-    model's ``target_in`` is the gold target (the model masks it; ``glancing``), and the
-    token logits carry the positions of the loss as their Keras mask; a CTC model with
-    ``glancing_ratio`` reads the gold target as ``target_in`` too (to align and reveal it).
+    Layer names are the translator's (:func:`~zoo.models.translator.stacks.
+    make_translator_layers`) plus ``length_predictor`` (which records ``length_mode``)
+    and, with ``decoder_input="copy"``, ``source_copy``. A ``decoder="ctc"`` model has
+    ``ctc_upsampling`` and ``ctc_output`` instead of the length predictor, and maps
+    ``{"source"}`` alone to ``{"tokens": (B, k S, V) logits}``. With ``glancing_ratio``,
+    ``target_in`` is the gold target (the model masks it, or for CTC aligns it), and the token
+    logits carry the loss positions as their Keras mask.
 
     Args:
         **architecture: the fields of :class:`NATConfig` (see it for each one's meaning); the
@@ -114,7 +112,7 @@ def _nat_graph(config, layers):
         config.max_offset, length_mode=config.length_mode, name="length_predictor"
     )
     length = predictor(memory)  # (B, 2K + 1)
-    copy = UniformCopy(name=COPY_LAYER) if config.decoder_input == "copy" else None
+    copy = UniformCopy(name="source_copy") if config.decoder_input == "copy" else None
     if config.glancing_ratio:
         # Two passes in training: target_in is the gold target, masked here (GLAT).
         first_input = AllMasked(MASK_ID, name="glancing_first_input")(target_in)
@@ -131,9 +129,9 @@ def _nat_graph(config, layers):
 
 def _ctc_model(config, layers, source, memory, target):
     """``{"source"}`` (and with glancing the gold ``target_in``) -> ``{"tokens": (B, kS, V)}``."""
-    upsampling = SourceUpsampling(config.ctc_upsample, name=CTC_LAYER)
+    upsampling = SourceUpsampling(config.ctc_upsample, name="ctc_upsampling")
     ids = upsampling(source)  # (B, kS)
-    blank_padding = CTCBlankPadding(MASK_ID, name=CTC_OUTPUT)
+    blank_padding = CTCBlankPadding(MASK_ID, name="ctc_output")
     inputs = {"source": source}
     if config.glancing_ratio:  # a first pass, aligned to the gold target, shows some of it
         first, _, _ = decoder_stack(layers, ids, memory, use_causal_mask=False)

@@ -16,9 +16,6 @@ __all__ = [
 MASK_ID = 1  # the SentencePiece UNK id: byte fallback means real text never needs it
 DECODER_INPUTS = ("mask", "copy")
 DECODERS = ("cmlm", "ctc")
-CTC_LAYER = "ctc_upsampling"  # the SourceUpsampling layer: its presence means decoder="ctc"
-CTC_OUTPUT = "ctc_output"  # the CTCBlankPadding layer on a CTC decoder's logits
-COPY_LAYER = "source_copy"  # the UniformCopy layer: its presence means decoder_input="copy"
 
 
 @dataclass(frozen=True)
@@ -29,45 +26,35 @@ class NATConfig(Seq2SeqConfig):
 
     Args:
         decoder: ``"cmlm"``, a conditional masked language model with a length predictor,
-            refined by Mask-Predict; or ``"ctc"``: the decoder reads the source upsampled
-            ``ctc_upsample`` times (:class:`~zoo.layers.SourceUpsampling`), is trained with
-            the CTC loss (the blank is :data:`MASK_ID`), and decodes in one pass, its best
-            alignment with repeats merged and blanks dropped; no length predictor
-            (Libovický & Helcl 2018; Gu & Kong 2021). Its sources are at most
-            ``max_length // ctc_upsample`` tokens, so that the upsampled ones fit the
-            decoder's positions. ``decoder_input`` and ``length_mode`` keep their defaults.
+            refined by Mask-Predict; or ``"ctc"``, reading the source upsampled
+            ``ctc_upsample`` times (:class:`~zoo.layers.SourceUpsampling`), trained with the
+            CTC loss (the blank is :data:`MASK_ID`) and decoded in one pass, with no length
+            predictor (Libovický & Helcl 2018; Gu & Kong 2021). Its sources are at most
+            ``max_length // ctc_upsample`` tokens; ``decoder_input`` and ``length_mode`` keep
+            their defaults.
         ctc_upsample: the upsampling ratio of ``"ctc"`` (2 or 3 in Gu & Kong 2021).
-        glancing_ratio: above 0, glancing training (GLAT, Qian et al. 2021;
-            :class:`~zoo.layers.GlancingSampler`) of a CMLM decoder reading mask tokens: in
-            training a first pass over an all-masked target (no gradient) counts its errors,
-            and that many times this ratio of gold tokens, at random positions, are revealed in
-            the second pass's input, whose loss is on the other positions. With ``"ctc"``
-            (:class:`~zoo.layers.CTCGlancingSampler`) the gold tokens are placed by the first
-            pass's best CTC alignment, and the CTC loss covers every position (Gu & Kong
-            2021). Decoding (one pass or Mask-Predict) is unchanged. 0 trains without.
+        glancing_ratio: above 0, glancing training (GLAT, Qian et al. 2021): a first pass, no
+            gradient, counts its errors, and that many times this ratio of gold tokens are
+            revealed in the second pass's input (:class:`~zoo.layers.GlancingSampler`; with
+            ``"ctc"``, placed by the best CTC alignment, :class:`~zoo.layers.CTCGlancingSampler`).
+            Decoding is unchanged. 0 trains without.
         glancing_ratio_end: the ratio after ``glancing_anneal_steps`` steps, reached linearly
             (None: ``glancing_ratio`` throughout; GLAT anneals 0.5 to 0.3).
-        decoder_input: what the decoder reads. ``"mask"``: the target with mask tokens
-            (:data:`MASK_ID`) at the positions to predict (CMLM, Ghazvininejad et al. 2019);
-            at inference every position starts masked, and Mask-Predict refines. ``"copy"``:
-            at each target position the source token embedding that
-            :class:`~zoo.layers.UniformCopy` maps there, plus the decoder's positions (Gu et
-            al. 2018). The target ids then give only the length, so every target position is
-            a label, and decoding is one pass: refinement could not change the output, so
-            more iterations are refused (:func:`zoo.models.nat.nat_counts`).
-        length_mode: how the target length is chosen. ``"predict"``: from the length
-            predictor's best offsets to the source length. ``"max"``: every sentence is
-            decoded at the widest length the offsets reach, :func:`widest_lengths` (the
-            ceiling the length classes imply, the same in training and decoding, and a cost
-            that grows with the source rather than with ``max_length``), and ends at its
-            first EOS. The labels are the target, EOS, then EOS up to that width, so
-            refinement works over a defined sequence and the model, not a length classifier,
-            decides where the sentence ends. The length predictor is still trained (a small
-            auxiliary loss on the encoder, and the ``length_accuracy`` of both modes stays
-            comparable) but decides nothing; ``length_loss_weight=0`` drops it.
+        glancing_anneal_steps: the steps over which the ratio goes to ``glancing_ratio_end``.
+        decoder_input: ``"mask"``: the target with :data:`MASK_ID` at the positions to predict
+            (CMLM, Ghazvininejad et al. 2019). ``"copy"``: the source embeddings that
+            :class:`~zoo.layers.UniformCopy` maps to each target position (Gu et al. 2018);
+            decoding is then one pass, since refinement could not change the output
+            (:func:`zoo.models.nat.nat_counts`).
+        length_mode: ``"predict"``: the length predictor's best offsets to the source length.
+            ``"max"``: every sentence is decoded at the widest length the offsets reach
+            (:func:`widest_lengths`) and ends at its first EOS; the labels are the target then
+            EOS up to that width, so the model, not a length classifier, decides where the
+            sentence ends. The length predictor still trains (``length_loss_weight=0`` drops
+            it) but decides nothing.
         max_offset: K of the length predictor: target lengths from ``source - K`` to
-            ``source + K`` (in pieces, EOS included) are told apart. With ``"max"``, the room
-            a target has beyond its source.
+            ``source + K`` (in pieces, EOS included). With ``"max"``, a target's room beyond
+            its source.
     """
 
     decoder_input: str = "mask"

@@ -176,9 +176,6 @@ def nat_source_positions(model):
     return positions // upsample if upsample and positions is not None else positions
 
 
-
-
-
 def decode_and_lengths(model, source_ids, max_length, length_beam=1):
     """What :func:`zoo.decoding.nat_search` takes, with the encoder run here once.
 

@@ -1,11 +1,9 @@
 """The NAT's training objectives: what the ids of each training pair become.
 
-:class:`CMLMObjective` masks the targets of a CMLM decoder and labels its length;
-:class:`CTCObjective` gives a CTC decoder its targets; :func:`nat_objective` picks the one of a
-:class:`~zoo.models.nat.NATConfig`. Either is the ``objective`` of the generic pipeline,
-:func:`zoo.data.make_translation_dataset`. Glancing itself runs inside the model
-(:mod:`zoo.layers.glancing`); here it only means reading the gold target (``gold_input``).
-TensorFlow code (tf.data maps one example at a time), so outside the backbone.
+:class:`CMLMObjective` (masked targets, length label) or :class:`CTCObjective`, picked by
+:func:`nat_objective`, is the ``objective`` of :func:`zoo.data.make_translation_dataset`.
+Glancing runs inside the model (:mod:`zoo.layers.glancing`); here it only reads the gold target.
+TensorFlow code (tf.data maps), so outside the backbone.
 """
 
 import tensorflow as tf

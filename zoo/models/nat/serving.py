@@ -1,5 +1,5 @@
 """The NAT's SavedModel: :class:`NATServing`, its signatures (Mask-Predict in the graph) over
-:class:`zoo.export.text_serving.TextServing`, which :meth:`NATTranslator.export_serving`
+:class:`zoo.models.translator.serving.TextServing`, which :meth:`NATTranslator.export_serving`
 writes in the translator's folder layout. The signatures and how to serve them:
 ``saved_models/README.md``.
 """
@@ -8,10 +8,9 @@ import numpy as np
 import tensorflow as tf
 
 from zoo.decoding.nat import MAX_ITERATIONS, MAX_LENGTH_BEAM
-from zoo.export.text_serving import STRINGS, TextServing, positive_int
 from zoo.models.nat.inference import nat_source_positions
 from zoo.models.nat.search import nat_counts, nat_translator_search
-from zoo.models.translator.stacks import translator_layers
+from zoo.models.translator.serving import STRINGS, TextServing, positive_int
 
 __all__ = ["NAT_SIGNATURES", "NATServing"]
 
@@ -24,15 +23,14 @@ _LENGTH_BEAM = tf.TensorSpec([], tf.int32, name="length_beam")
 class NATServing(TextServing):
     """A non-autoregressive translator's signatures: sentences in, sentences out, in-graph.
 
-    Its ``tf.function`` methods are the signatures of the SavedModel (see
-    ``saved_models/README.md``). They trace in plain TensorFlow graph
-    mode: the tf-text ops and the counts of a request do not compile with XLA;
+    Its ``tf.function`` methods are the SavedModel's signatures (``saved_models/README.md``),
+    traced in plain graph mode (tf-text ops and a request's counts do not compile with XLA);
     ``translate_xla`` compiles the stages of its search (fixed counts) inside that graph.
 
     Args:
         model: a :class:`~zoo.models.nat.NATBackbone`.
         preprocessor: its :class:`~zoo.models.TranslatorPreprocessor` (see
-            :class:`~zoo.export.text_serving.TextServing`).
+            :class:`~zoo.models.translator.serving.TextServing`).
         max_output_length: the longest translation (EOS included), the width of the
             refinement; defaults to the model's target positions.
         default_iterations: Mask-Predict's T in ``serving_default``, at most
@@ -58,11 +56,8 @@ class NATServing(TextServing):
 
     def __init__(self, model, preprocessor, max_output_length=None, default_iterations=None,
                  default_length_beam=None, name="nat_serving"):  # fmt: skip
-        layers = translator_layers(model)
-        super().__init__(
-            model, preprocessor, nat_translator_search, layers.vocab_size,
-            nat_source_positions(model), layers.max_length, max_output_length, name=name,
-        )  # fmt: skip
+        super().__init__(model, preprocessor, nat_translator_search, nat_source_positions(model),
+                         max_output_length, name=name)  # fmt: skip
         for value, name_, maximum in (
             (default_iterations, "default_iterations", MAX_ITERATIONS),
             (default_length_beam, "default_length_beam", MAX_LENGTH_BEAM),

@@ -16,10 +16,7 @@ from zoo.layers import (
 from zoo.models.backbone import ArchitectureBackbone
 from zoo.models.tagger.config import HEAD_SIZES, TaggerConfig
 
-__all__ = [
-    "TaggerBackbone", "TaggerHead", "build_tagger", "tagger_heads",
-]
-
+__all__ = ["TaggerBackbone", "TaggerHead", "build_tagger"]
 
 
 @dataclass(frozen=True)
@@ -145,12 +142,3 @@ class TaggerBackbone(ArchitectureBackbone):
 def build_tagger(config, name=None):
     """A new :class:`TaggerBackbone` of a training config's architecture."""
     return TaggerBackbone.from_architecture(config, name=name)
-
-
-def tagger_heads(model):
-    """The heads of a tagger (its backbone or task model): ``{head: TaggerHead}``."""
-    backbone = getattr(model, "backbone", None) or model
-    if not isinstance(backbone, TaggerBackbone):
-        raise ValueError(f"{model.name!r} is no tagger's backbone (a functional model of zoo "
-                         "0.1.0? zoo.tasks.load reads it as today's)")  # fmt: skip
-    return backbone.heads

@@ -34,9 +34,8 @@ class TaggerConfig:
         num_tags: K, the UPOS tags (17, :data:`zoo.data.UPOS_TAGS`).
         num_xpos_tags: the XPOS tags of a second head (``vocabulary.num_xpos_tags``); 0 means
             no XPOS head.
-        num_feats_tags: the FEATS bundles of a features head (whole bundles as one class, as
-            UDPipe 2 and UDify predict them: on Greek dev they beat one classifier per feature,
-            ``benchmarks/feats_heads.py``); 0 means none.
+        num_feats_tags: the FEATS bundles of a features head, whole bundles as one class (as
+            UDPipe 2 and UDify; ``benchmarks/feats_heads.py``); 0 means none.
         num_lemma_scripts: the lemma edit scripts of a lemma head; 0 means none. The head set,
             :attr:`TaggerConfig.heads`, is the heads with a nonzero count (``--xpos``,
             ``--feats``, ``--lemmas`` set them to 1; the vocabulary sets the real counts).
@@ -51,13 +50,10 @@ class TaggerConfig:
             position embedding added to the words, and plain multi-head attention.
         max_relative_position: k of the relative attention.
         char_embedding_dim, char_filters, char_kernel_size: the character feature
-            (``zoo.layers.CharacterEmbedding``): an embedding of each character, a convolution
-            over the characters of a word (``char_filters`` filters of each width when
-            ``char_kernel_size`` is a tuple of widths), a max over them, a projection to
-            ``d_model``.
-        use_crf: CRF heads for UPOS and XPOS (the model outputs potentials ``(B, T, K, K)``;
-            train with ``zoo.layers.CRFLoss``, decode with Viterbi) instead of softmax logits
-            ``(B, T, K)``; the FEATS and lemma heads are softmax heads either way.
+            (``zoo.layers.CharacterEmbedding``): embedded characters, a convolution of
+            ``char_filters`` filters (of each width, for a tuple of widths), a max, a projection.
+        use_crf: CRF heads for UPOS and XPOS (potentials ``(B, T, K, K)``, ``zoo.layers.CRFLoss``,
+            Viterbi) instead of softmax logits ``(B, T, K)``; FEATS and lemma heads are softmax.
         dropout, attention_dropout: residual (and embedding) dropout, attention-weight dropout.
     """
 
@@ -102,14 +98,11 @@ class TaggerConfig:
 
 
 # `small` is the EWT model: it must reach >= 95% UPOS on the test split within 20 minutes of
-# training on 2 CPU cores. Tagging is local (a word, its affixes and a few neighbours decide most
-# tags) and EWT is small, so the encoder is shallow and narrow, the regularisation strong, and the
-# budget goes into epochs. Relative positions, because the cue is the distance to a neighbour, not
-# the index; characters with word-boundary markers, and word dropout to train them on every word,
-# because suffixes and capitals tag the words missing from the vocabulary; a CRF for the tag
-# bigrams; averaged weights, because the raw ones overfit. The measurements behind these choices
-# and the shipped model's scores are in saved_models/tagger-en-ewt/MODEL_CARD.md.
-# `tiny` is for tests and demos.
+# training on 2 CPU cores. Tagging is local and EWT small: a shallow, narrow encoder, strong
+# regularisation, many epochs; relative positions (the cue is a neighbour's distance); characters
+# with word-boundary markers and word dropout (suffixes and capitals tag unseen words); a CRF for
+# tag bigrams; averaged weights (the raw ones overfit). Evidence: saved_models/tagger-en-ewt/
+# MODEL_CARD.md. `tiny` is for tests and demos.
 PRESETS = {"small": TaggerConfig(dropout=0.3)}
 PRESETS["tiny"] = replace(
     PRESETS["small"],

@@ -1,12 +1,9 @@
 """The tagger's preprocessor: sentences or tokens -> the backbone's inputs, and its scores -> tags.
 
-A Keras layer in keras-hub's shape, holding the :class:`~zoo.data.TaggerVocabulary` as an asset
-inside the ``.keras`` file. It is the one implementation of the tagger's text processing, in
-TensorFlow ops: the training pipeline encodes words with it, ``Tagger.tag`` runs it, and the
-SavedModel traces it. Whitespace tokens (Python's ``str.split``), the word and character
-lookups, the windows over long sentences, the decoding of each head (Viterbi for a CRF) and the
-lemma edit scripts. It lowercases with ``tf.strings.lower``, which equals ``str.lower`` on
-context-dependent letters too (Greek final sigma, Turkish dotted I, German sharp s; the tests
+A Keras layer in keras-hub's shape holding the :class:`~zoo.data.TaggerVocabulary` as an asset,
+and the one implementation of the tagger's text processing, in TensorFlow ops (the training
+pipeline, ``Tagger.tag`` and the SavedModel all run it). It lowercases with
+``tf.strings.lower``, which equals ``str.lower`` on context-dependent letters too (the tests
 check them), with NULs kept.
 """
 
@@ -151,8 +148,7 @@ class TaggerPreprocessor(Preprocessor):
         chars = tf.strings.unicode_split(words, "UTF-8")  # (N, None): code points
         # A long word keeps its first `head` and last `tail` characters. Worked out on the flat
         # characters with ragged ranges: a ragged tensor's row ids (which broadcasting and
-        # ragged.boolean_mask use) cost N x the longest word in TensorFlow, 16 GB for a
-        # request of 20,000 words beside one word of 100,000 characters.
+        # ragged.boolean_mask use) cost N x the longest word in memory in TensorFlow.
         room = vocabulary.max_word_length - 2
         head = (room + 1) // 2
         tail = room - head

@@ -14,14 +14,11 @@ from zoo.export.folder import float32_model, write_export
 from zoo.layers import CRFAccuracy, CRFLoss
 from zoo.models.task_model import TaskModel
 from zoo.models.tagger.backbone import TaggerBackbone
-from zoo.models.tagger.preprocessor import OUTPUT_NAMES, TaggerPreprocessor, tag_graph
+from zoo.models.tagger.preprocessor import OUTPUT_NAMES, TaggerPreprocessor
 from zoo.models.tagger.serving import TaggerServing
 from zoo.progress import Progress
 
 __all__ = ["Tagger"]
-
-_TOKENS = tf.TensorSpec([None, None], tf.string, name="tokens")
-_LENGTHS = tf.TensorSpec([None], tf.int32, name="lengths")
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -106,7 +103,7 @@ class Tagger(TaskModel, Task):
             tokens = np.array([sentences[i] + [""] * (width - len(sentences[i])) for i in chunk],
                               dtype=object).reshape(len(chunk), width)  # fmt: skip
             lengths = np.array([len(sentences[i]) for i in chunk], "int32")
-            outputs = self._tag_tokens(tf.constant(tokens, tf.string), lengths)
+            outputs = self._serving.tag_tokens(tf.constant(tokens, tf.string), lengths)
             for head in self.heads:
                 tags = outputs[OUTPUT_NAMES[head]].numpy()
                 for row, i in enumerate(chunk):
@@ -144,16 +141,10 @@ class Tagger(TaskModel, Task):
         return oov
 
     @functools.cached_property
-    def _tag_tokens(self):
-        # One graph, traced once: the preprocessor, the backbone in windows and the decoding,
-        # as the SavedModel's tag_tokens signature runs them.
-        backbone, preprocessor = self.backbone, self.preprocessor
-
-        @tf.function(input_signature=[_TOKENS, _LENGTHS], autograph=False)
-        def run(tokens, lengths):
-            return tag_graph(backbone, preprocessor, preprocessor.given_tokens(tokens, lengths))
-
-        return run
+    def _serving(self):
+        # tag_columns runs the SavedModel's tag_tokens signature (traced once): what is served
+        # is what runs here. The module is kept, as its signatures hold it only weakly.
+        return self.serving_class(self.backbone, self.preprocessor)
 
     # ------------------------------------------------------------------ files
     def export_serving(self, output_dir, window=None, verbose=False, version=SERVING_VERSION,
@@ -193,8 +184,6 @@ class Tagger(TaskModel, Task):
         backbone = cls.trained_backbone(backbone, copy)
         preprocessor = TaggerPreprocessor(vocabulary).with_window(window, backbone)
         return cls(backbone, preprocessor, **{"compile": False, **kwargs})
-
-
 
 
 def _tokens(sentence):

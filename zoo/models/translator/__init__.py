@@ -1,11 +1,9 @@
-"""The autoregressive encoder-decoder translator (Multi30k En->De), in keras-hub's shape.
+"""The autoregressive encoder-decoder translator, in keras-hub's shape.
 
-``translator`` is the task model (:class:`Translator`: ``generate``, ``fit`` on strings,
-``from_preset``), ``backbone`` and ``preprocessor`` its two parts; ``config`` holds
-:class:`TranslatorConfig` and its presets; ``stacks`` the layers by role and the forward pass,
-written once (public, so that the NAT builds on them); ``inference`` what the searches of
-:mod:`zoo.decoding` run (encode once, then one step at a time with KV caches), the rescorer
-and the attention pictures.
+:class:`Translator` is the task model, with its backbone, preprocessor and config (presets);
+``stacks`` holds the layers by role and the forward pass, written once (public: the NAT builds on
+them); ``inference`` what the searches run (encode once, then cached steps), the rescorer and the
+attention pictures.
 """
 
 from zoo.models.translator.backbone import TranslatorBackbone, build_translator

@@ -75,39 +75,27 @@ class TranslatorConfig(Seq2SeqConfig):
     and the left-to-right decoder's own (how it trains is the task's training config).
 
     Args:
-        cross_attention: the decoder's cross attention, for tasks whose alignment moves left
-            to right: ``"mha"``; ``"location_aware"``, whose scores add features of the
-            attention so far (Chorowski et al. 2015; :class:`~zoo.layers.attention.
-            LocationAwareAttention`: in training a first pass of the decoder, no gradient,
-            gives them; in decoding the searches' caches carry them); or ``"monotonic"``,
-            which never goes back (Raffel et al. 2017; :class:`~zoo.layers.attention.
-            MonotonicAttention`: the expected alignment in training, hard attention in the
-            step-by-step searches; its score is the scaled dot product).
-        cross_attention_layers: what each decoder block's cross attention reads. ``"last"``:
-            the encoder's last layer. ``"mix"``: its own learned softmax mix of every encoder
-            layer's output, the embeddings included (transparent attention, Bapna et al.
-            2018; :class:`~zoo.layers.LayerMix`). A tuple of one index per decoder block: the
-            output it reads, 0 the embeddings and ``encoder_layers`` the last block. In pre-LN
-            models the encoder's final norm normalizes what each block reads (the mix, or the
-            chosen output), so that index ``encoder_layers`` is the default model.
+        cross_attention: the decoder's cross attention: ``"mha"``; ``"location_aware"``, whose
+            scores add features of the attention so far (Chorowski et al. 2015;
+            :class:`~zoo.layers.attention.LocationAwareAttention`); or ``"monotonic"``, which
+            never goes back (Raffel et al. 2017; :class:`~zoo.layers.attention.
+            MonotonicAttention`; its score is the scaled dot product).
+        cross_attention_layers: what each decoder block's cross attention reads: ``"last"``
+            (the encoder's last layer), ``"mix"`` (a learned softmax mix of every encoder
+            layer, the embeddings included: Bapna et al. 2018, :class:`~zoo.layers.LayerMix`),
+            or a tuple of one index per decoder block (0 the embeddings, ``encoder_layers`` the
+            last block). In pre-LN models the encoder's final norm applies to what each reads.
         copy_mechanism: a pointer-generator on the output (See et al. 2017;
-            :class:`~zoo.layers.PointerGenerator`): a one-head copy attention over the
-            encoder output (the last decoder block's, when the blocks read chosen layers)
-            and a learned generation probability mix the vocabulary distribution with copies
-            of source tokens. The model's outputs are then log-probabilities, which the loss
-            and the searches read as logits. Copying is piece by piece (byte pieces, with the
-            byte fallback).
-        scheduled_sampling: ``"none"``, or the decay of the gold-token probability of
-            two-pass scheduled sampling (:class:`~zoo.layers.ScheduledSampling`):
-            ``"linear"``, ``"exponential"`` or ``"inverse_sigmoid"``. The model then runs its
-            decoder twice in training, the second time over gold tokens mixed with the first
-            pass's argmax predictions (no gradient through the first pass), and counts its
-            training steps in a saved weight (a resumed run goes on with the schedule). At
-            inference its outputs are the plain translator's, and decoding never runs the
-            first pass.
+            :class:`~zoo.layers.PointerGenerator`); the outputs are then log-probabilities,
+            which the loss and the searches read as logits.
+        scheduled_sampling: ``"none"``, or the decay of two-pass scheduled sampling's
+            gold-token probability (:class:`~zoo.layers.ScheduledSampling`): ``"linear"``,
+            ``"exponential"`` or ``"inverse_sigmoid"``. Training runs the decoder twice and
+            counts its steps in a saved weight (a resumed run keeps the schedule); inference is
+            the plain translator's.
         scheduled_sampling_k, scheduled_sampling_c, scheduled_sampling_min: the schedule's
-            ``k`` (None: the schedule's default; exponential ``0 < k <= 1``, inverse sigmoid
-            ``k >= 1``), the linear slope ``c`` and the floor under every schedule
+            ``k`` (None: its default; exponential ``0 < k <= 1``, inverse sigmoid ``k >= 1``),
+            the linear slope ``c`` and the floor
             (:func:`zoo.layers.scheduled_sampling.gold_probability`).
         guided_attention_weight: above 0, the weight of an auxiliary loss that pulls every
             decoder block's cross attention toward the diagonal (Tachibana et al. 2017;
@@ -216,7 +204,7 @@ PRESETS["tiny"] = replace(
     attention_dropout=0.0,
 )
 # `small`'s width with half its depth and no attention dropout, so that `make demo`'s 6 minutes
-# buy several epochs (one setting, not a sweep; its training is the task's `demo` preset).
+# buy several epochs (its training is the task's `demo` preset).
 PRESETS["demo"] = replace(
     PRESETS["small"],
     vocab_size=4000,
@@ -226,9 +214,8 @@ PRESETS["demo"] = replace(
     attention_dropout=0.0,
 )
 # A deep encoder and a one-block decoder at `small`'s width: the fast autoregressive rival of the
-# NAT (Kasai et al. 2021, "Deep Encoder, Shallow Decoder": 12+1 kept the BLEU of 6+6 and decoded
-# 2.5 times faster at batch 1). The decoder's steps are what a search pays for, the encoder runs
-# once per sentence.
+# NAT (Kasai et al. 2021, "Deep Encoder, Shallow Decoder"): a search pays for the decoder's
+# steps, while the encoder runs once per sentence.
 PRESETS["deep_shallow"] = replace(PRESETS["small"], encoder_layers=7, decoder_layers=1)
 PRESETS["base"] = replace(
     PRESETS["small"],

@@ -54,24 +54,19 @@ def init_caches(
         model: a translator of :func:`build_translator`.
         memory: the encoder output of :func:`encode`: ``(B, S, D)``, or one per block.
         source_padding: ``(B, S)`` boolean, True on real source tokens.
-        max_length: Python int, the number of decoder steps (and self-attention cache slots);
-            at most the model's target positions. A scalar int tensor is taken as it is (a
-            search sized from its source, :func:`zoo.decoding.output_length`).
+        max_length: Python int, the number of decoder steps (and self-attention cache slots),
+            at most the model's target positions; or a scalar int tensor, taken as it is.
         monotonic: add the ``"attention_position"`` that :func:`step`'s
             ``monotonic_window`` moves forward, ``(B,)`` int32 zeros.
-        source_ids: ``(B, S)`` int ids of the source; needed by a model with a copy
-            mechanism, which copies from them.
+        source_ids: ``(B, S)`` int source ids, needed by a model with a copy mechanism.
 
     Returns:
-        A dict of batch-major tensors: ``"blocks"``, one ``(self, cross)`` pair per decoder
-        block, its empty self-attention cache (keys and values, each ``(B, max_length, N,
-        H)``) and its cross-attention cache (each ``(B, S, N, H)``) computed here once from
-        ``memory``;
-        ``"source_padding"``; with a stateful cross attention (``location_aware``,
-        ``monotonic``) ``"cross_states"``, one state per block (where the attention has been);
-        and with a copy mechanism ``"copy_source"``, the
-        :class:`~zoo.layers.PointerGenerator`'s ``memory`` ``(B, S, D)``, its ``memory_keys``
-        computed here once, and the ``source_ids`` ``(B, S)``.
+        A dict of batch-major tensors: ``"blocks"``, per decoder block an empty self-attention
+        cache (keys and values, each ``(B, max_length, N, H)``) and a cross-attention cache
+        (each ``(B, S, N, H)``) computed once from ``memory``; ``"source_padding"``; with a
+        stateful cross attention, ``"cross_states"``, one per block; with a copy mechanism,
+        ``"copy_source"``: the :class:`~zoo.layers.PointerGenerator`'s ``memory``
+        ``(B, S, D)``, its ``memory_keys`` and the ``source_ids`` ``(B, S)``.
 
     Raises:
         ValueError: ``max_length`` is not a positive int, or more than the target positions;

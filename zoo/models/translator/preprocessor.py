@@ -1,10 +1,8 @@
 """The translator's preprocessor: raw text -> the backbone's inputs, its vocabulary inside.
 
-A Keras layer in keras-hub's shape. It holds the SentencePiece model, saved as an asset inside
-the ``.keras`` file. It does the packing of teacher forcing (truncation, BOS, EOS), which the
-training pipeline and ``fit`` on strings share, and the text around every search, which
-``generate`` and the SavedModel share. TensorFlow code (tf-text), so it lives with the model
-but outside the backbone, which stays in ``keras.ops``.
+A Keras layer in keras-hub's shape holding the SentencePiece model as an asset. It packs teacher
+forcing (for the pipeline and ``fit`` on strings) and the text around every search (for
+``generate`` and the SavedModel). TensorFlow code (tf-text), so outside the backbone.
 """
 
 import os

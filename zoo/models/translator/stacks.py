@@ -218,23 +218,16 @@ def decoder_stack(
 ):
     """Embed and decode the target, then project: ``(B, T)`` ids -> logits ``(B, T, V)``.
 
-    Over a whole target it attends over ``encoder_output`` (the memory of
-    :func:`encoder_stack`, one tensor or one per block; the builder: masks implicit; the
-    pictures: masks given). One token at a time it takes ``caches``, one ``(self, cross)`` pair
-    per block, and the position ``index`` of ``target_ids``. ``use_causal_mask=False`` lets
-    every position see every other: the non-autoregressive decoder of :mod:`zoo.models.nat`,
-    which may also give ``token_embeddings`` ``(B, T, D)`` to stand for the target's token
-    embeddings (the ids then give only the length and the padding).
-
-    With a copy mechanism (``layers.pointer_generator``) ``copy_source`` gives what it copies
-    from, the arguments of :class:`~zoo.layers.PointerGenerator` after the decoder's own:
-    ``memory`` and ``source_ids`` (and ``memory_keys``, cached once per source); the logits
-    are then its log-probabilities.
-
-    A stateful cross attention (``location_aware``, ``monotonic``: :func:`cross_attention_of`)
-    reads ``cross_states``, one state per block: one step at a time, from the search's caches;
-    over a whole target, when the variant ``needs_first_pass``, from a first pass of this stack
-    (its cross-attention weights, no gradient), run here when ``cross_states`` is None.
+    Over a whole target it attends over ``encoder_output`` (of :func:`encoder_stack`: one
+    tensor or one per block); one token at a time it takes ``caches`` (a ``(self, cross)`` pair
+    per block) and the position ``index``. ``use_causal_mask=False`` is the NAT's decoder, which
+    may give ``token_embeddings`` ``(B, T, D)`` for the target's (the ids then give only the
+    length and padding). With a copy mechanism, ``copy_source`` holds the
+    :class:`~zoo.layers.PointerGenerator`'s ``memory``, ``source_ids`` (and cached
+    ``memory_keys``), and the logits are log-probabilities. A stateful cross attention
+    (:func:`cross_attention_of`) reads ``cross_states``, one per block: from the caches step by
+    step, or over a whole target, when None and the variant ``needs_first_pass``, from a first
+    pass of this stack (no gradient).
 
     Returns:
         ``(logits, caches, cross_weights)``: the logits ``(B, T, V)``; the blocks' updated

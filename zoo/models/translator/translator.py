@@ -1,9 +1,8 @@
 """The translator as a task model, in keras-hub's shape: a backbone and a preprocessor that
 ``generate``, ``fit`` on strings, ``from_preset`` and ``keras.models.load_model`` all know.
 
-The search is zoo's (:func:`~zoo.models.translator.translator_search`), not keras-hub's
-samplers: keras-hub's ``generate`` cannot be traced into a SavedModel, and zoo's searches are
-1.4-1.6x faster than it (benchmarks/RESULTS.md).
+The search is zoo's (:func:`~zoo.models.translator.translator_search`), not keras-hub's samplers:
+theirs cannot be traced into a SavedModel, and zoo's are faster (benchmarks/RESULTS.md).
 """
 
 import os
@@ -11,10 +10,9 @@ import os
 import keras
 from keras_hub.models import Seq2SeqLM
 
-from zoo.artifacts import SERVING_VERSION
+from zoo.artifacts import SENTENCEPIECE_FILE, SERVING_VERSION
 from zoo.decoding.text import translate_sentences
-from zoo.export.folder import float32_model
-from zoo.export.text_serving import export_text_serving
+from zoo.export.folder import float32_model, write_export
 from zoo.models.translator.backbone import TranslatorBackbone
 from zoo.models.task_model import TaskModel
 from zoo.models.translator.config import get_config
@@ -135,26 +133,24 @@ class Translator(TaskModel, Seq2SeqLM):
     def export_serving(self, output_dir, max_input_length=None, verbose=False,
                        version=SERVING_VERSION, assets_extra=None, warmup_xla=False,
                        **options):  # fmt: skip
-        """Write the export folder that TF Serving serves as it is: ``model.keras`` (this
-        model, uncompiled), ``sentencepiece.model`` and the SavedModel ``serving/<version>/``,
-        whose signatures (:attr:`serving_class`; ``saved_models/README.md``) take sentences
-        and give translations, the preprocessor and the search inside. Everything is checked
-        before anything is written. Not Keras's ``export``, which writes the backbone's
-        forward pass.
+        """Write the export folder that TF Serving serves as it is: ``model.keras``
+        (uncompiled), ``sentencepiece.model`` and the SavedModel ``serving/<version>/``, whose
+        signatures (:attr:`serving_class`; ``saved_models/README.md``) take sentences and give
+        translations. Everything is checked before anything is written. Not Keras's
+        ``export``, which writes the backbone's forward pass.
 
         Args:
             output_dir: the folder (created if missing; its files are replaced).
             max_input_length: the most source tokens read per sentence (longer sentences are
                 truncated); by default the preprocessor's.
             verbose: draw a progress bar on stderr over the export's stages.
-            version: the SavedModel's version, ``serving/<version>/`` (TF Serving's layout:
-                ``serving/`` is the model's base path).
+            version: the SavedModel's version, ``serving/<version>/`` (``serving/`` is TF
+                Serving's base path).
             assets_extra: file name -> bytes for the SavedModel's ``assets.extra/`` (the
                 languages: ``zoo export`` writes them).
-            warmup_xla: the warm-up file (``assets.extra/tf_serving_warmup_requests``) also
-                compiles every program of the ``_xla`` signatures, for a server started with
-                ``--xla_cpu_compilation_enabled=true`` (the model then fails to load on one
-                without it).
+            warmup_xla: the warm-up file also compiles every program of the ``_xla``
+                signatures, for a server started with ``--xla_cpu_compilation_enabled=true``
+                (the model then fails to load on one without it).
             **options: the signatures' settings (:attr:`serving_class`): ``max_output_length``,
                 and a translator's ``default_beam_size`` and ``alpha``, a NAT's
                 ``default_iterations`` and ``default_length_beam``.
@@ -169,9 +165,16 @@ class Translator(TaskModel, Seq2SeqLM):
         model = self
         if self.compiled or backbone is not self.backbone:  # its file: no optimizer, float32
             model = type(self)(backbone, self.preprocessor, compile=False, name=self.name)
-        return export_text_serving(backbone, serving, output_dir, verbose=verbose,
-                                   version=version, assets_extra=assets_extra,
-                                   warmup_xla=warmup_xla, keras_model=model)  # fmt: skip
+
+        def write_vocabulary(path):
+            with open(path, "wb") as f:
+                f.write(serving.tokenizer.model_proto)
+
+        return write_export(
+            output_dir, backbone, SENTENCEPIECE_FILE, write_vocabulary, serving, verbose=verbose,
+            version=version, assets_extra=assets_extra,
+            warmup=serving.warmup_requests(xla=warmup_xla), keras_model=model,
+        )
 
     @staticmethod
     def source_positions(backbone):

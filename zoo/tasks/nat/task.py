@@ -1,12 +1,9 @@
-"""The non-autoregressive translation task: Multi30k En->De with the NAT of
+"""The non-autoregressive translation task: any corpus (Multi30k En->De bundled) with the NAT of
 :func:`zoo.models.nat.build_nat_translator`.
 
-Everything but the model and its training objective is the translation task's: the Multi30k
-data, the joint SentencePiece vocabulary, the workdir. The batches are the NAT's own objective's
-(:func:`zoo.models.nat.objectives.nat_objective`): those of a conditional masked language model
-(every position masked for a copy model, targets EOS-padded to their width for a max-length
-one), or a CTC decoder's targets; the loss is the label-smoothed cross entropy of the masked
-tokens plus ``length_loss_weight`` times that of the length predictor, or the CTC loss.
+The data, vocabulary and workdir are the translation task's; the batches and the loss are the
+NAT's own objective's (:func:`zoo.models.nat.objectives.nat_objective`): masked tokens plus
+``length_loss_weight`` times the length loss, or the CTC loss.
 """
 
 import keras

@@ -1,5 +1,5 @@
-"""The tagging task (UPOS on UD English-EWT, the encoder-only tagger): the task, its search
-(windows, Viterbi), its evaluation and its serving SavedModel."""
+"""The tagging task (UPOS, XPOS, FEATS and lemmas on a UD treebank, the encoder-only tagger):
+the task, its training config, its evaluation and its dev-set validation."""
 
 from zoo.tasks.tagging.task import TaggingTask
 

@@ -14,7 +14,6 @@ from zoo.evaluation.tagging import tagging_accuracy
 __all__ = ["CONLL18_FIGURES", "evaluate_tagger", "evaluate_tagger_file"]
 
 
-
 def evaluate_tagger(tagger, split, output_dir=None, sentences=None, heads=None, verbose=False):
     """Tag a UD English-EWT split and score every head, overall and on OOV words.
 

@@ -1,14 +1,10 @@
 """The tagging task: UPOS, and optionally XPOS, FEATS and lemmas, on any UD treebank with the
 encoder-only tagger.
 
-Data: the CoNLL-U files of ``--train`` and ``--valid`` (:class:`zoo.data.Treebank`), by default
-the bundled UD English-EWT, in word-budget batches with word dropout. Vocabulary: words and
-characters of the training sentences, and the classes of each head (:class:`TaggerVocabulary`),
-which fix the model's sizes. Model: :func:`zoo.models.build_tagger` with a CRF or softmax head
-per column; the epoch with the best dev UPOS accuracy is kept, or with more heads the best dev
-AllTags. Evaluation: accuracy overall and on OOV words, or the CoNLL
-2018 figures of a file. Prediction: words, or a CoNLL-U file filled in. Export: ``model.keras``,
-``vocabulary.json`` and a sentences-to-tags SavedModel.
+CoNLL-U files (by default the bundled UD English-EWT) in word-budget batches with word dropout;
+the vocabulary fixes the model's sizes; the epoch with the best dev UPOS accuracy (AllTags with
+more heads) is kept. Evaluation gives accuracy overall and on OOV words, or the CoNLL 2018
+figures of a file.
 """
 
 import dataclasses
@@ -16,7 +12,7 @@ import os
 import sys
 
 from zoo.artifacts import TAGGER_VOCABULARY_FILE, written_atomically
-from zoo.data import TaggerVocabulary, Treebank, load_ud_english_ewt
+from zoo.data import TaggerVocabulary, Treebank, batched, load_ud_english_ewt
 from zoo.data.conllu import iter_conllu
 from zoo.data.tagger_vocabulary import HEAD_COLUMNS, HEAD_FIELDS
 from zoo.data.tagging_pipeline import make_tagging_dataset
@@ -36,17 +32,6 @@ __all__ = ["CONLLU_WINDOW", "TaggingTask"]
 
 CONLLU_WINDOW = 2_000  # sentences of a CoNLL-U file tagged together (zoo tag --conllu)
 HEAD_FLAGS = {"xpos": "--xpos", "feats": "--feats", "lemma": "--lemmas"}  # beyond UPOS
-
-
-def _batched(items, size):
-    batch = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 def _share(what, accuracy, words):
@@ -227,7 +212,7 @@ class TaggingTask(Task):
         byte as it was, the columns to predict may be ``_``. Read in windows of :data:`CONLLU_WINDOW` sentences, so that
         memory stays bounded whatever the file's length."""
         tagger, done = self.as_task_model(model, vocabulary), 0
-        for window in _batched(iter_conllu(source, require_upos=False), CONLLU_WINDOW):
+        for window in batched(iter_conllu(source, require_upos=False), CONLLU_WINDOW):
             tags = tagger.tag_columns([list(sentence.words) for sentence in window])
             for i, sentence in enumerate(window):
                 columns = {HEAD_COLUMNS[head]: values[i] for head, values in tags.items()}

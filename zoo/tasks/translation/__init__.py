@@ -1,5 +1,5 @@
-"""The translation task (Multi30k En->De, the autoregressive translator): the task, its
-evaluation, its ``val_bleu`` callback, its serving SavedModel and ``zoo distill``."""
+"""The translation task (any language pair, the autoregressive translator): the task, its
+training config, its evaluation, its ``val_bleu`` callback and ``zoo distill``."""
 
 from zoo.tasks.translation.task import TranslationTask, bleu_line
 

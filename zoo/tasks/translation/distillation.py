@@ -1,10 +1,9 @@
 """Sequence-level knowledge distillation: a teacher translator's beam translations of the
 training sources, for a student (the NAT, or a smaller translator) to train on.
 
-:func:`distill` (``zoo distill``) writes a folder of two line-aligned text files named by the
-teacher's languages (``train.en``, ``train.de``): a corpus like any other for ``zoo train
---train``. A run is resumable: each batch's translations are on disk as soon as they are made,
-so rerunning the same call goes on where the last one stopped, even after ``kill -9``.
+:func:`distill` (``zoo distill``) writes two line-aligned files named by the teacher's languages
+(``train.en``, ``train.de``), a corpus for ``zoo train --train``. Each batch is on disk as soon
+as it is made, so rerunning the same call resumes, even after ``kill -9``.
 
 References:
     Kim & Rush 2016, "Sequence-Level Knowledge Distillation"; Gu et al. 2018,
@@ -24,8 +23,7 @@ from zoo.artifacts import (
     read_languages,
     write_text_atomically,
 )
-from zoo.data import ParallelCorpus, fingerprint_change, multi30k_files, one_line
-from zoo.data.distilled import read_manifest
+from zoo.data import ParallelCorpus, batched, fingerprint_change, multi30k_files, one_line
 from zoo.tasks.loading import load_trained
 from zoo.tasks.translation.task import TranslationTask
 from zoo.progress import Progress
@@ -41,19 +39,14 @@ def distill(teacher_folder, workdir, corpus=None, beam_size=5, batch_size=64, li
             verbose=False):
     """Translate a corpus's sources with a teacher translator's beam search.
 
-    The beam is 5 by default: the beam that ``zoo evaluate`` scores a translator with, and Kim &
-    Rush's, so that the student learns the outputs whose BLEU the teacher is known by (4, the
-    default of ``zoo translate``, costs about a fifth less).
-
-    The sources are read in windows of :data:`WINDOW` and go through sorted by length within
-    each (less padding, shorter searches). Each batch's translations are appended to
-    ``train.<target>.partial`` as ``index<TAB>translation`` lines and flushed; a rerun
-    translates only the sentences not in it (a torn last line, from a kill in mid-write, is
-    dropped). At the end ``train.<source>`` and ``train.<target>`` (the teacher's languages)
-    are written in corpus order, each under a temporary name then renamed, and ``distill.json``
-    is marked finished; a rerun then does nothing. A tab or line break in a sentence becomes a
-    space. The teacher's vocabulary is copied beside the data, for the student's
-    ``--sentencepiece-model``.
+    The beam is 5 by default, that of ``zoo evaluate`` and Kim & Rush, so that the student learns
+    the outputs whose BLEU the teacher is known by. Sources are read in windows of
+    :data:`WINDOW`, sorted by length within each. Each batch's translations are appended to
+    ``train.<target>.partial`` as ``index<TAB>translation`` lines and flushed, and a rerun
+    translates only what is missing (a torn last line is dropped). At the end both files are
+    written in corpus order (each renamed into place) and ``distill.json`` marked finished. Tabs
+    and line breaks in a sentence become spaces. The teacher's vocabulary is copied beside the
+    data, for the student's ``--sentencepiece-model``.
 
     Args:
         teacher_folder: a workdir or export folder of a translator (``zoo train translator``).
@@ -117,7 +110,8 @@ def distill(teacher_folder, workdir, corpus=None, beam_size=5, batch_size=64, li
     progress = Progress(count - len(done), enabled=verbose, unit="sentences")
     seconds = manifest["seconds"]
     with open(partial_path, "a", encoding="utf-8", newline="\n") as partial:
-        for first, window in _windows(_sources(corpus, count), WINDOW):
+        for number, window in enumerate(batched(_sources(corpus, count), WINDOW)):
+            first = number * WINDOW  # the index of the window's first sentence
             todo = sorted((first + i for i in range(len(window)) if first + i not in done),
                           key=lambda i: len(window[i - first]))  # fmt: skip
             for begin in range(0, len(todo), batch_size):
@@ -148,14 +142,6 @@ def _sources(corpus, count):
     return (one_line(source) for source, _ in itertools.islice(corpus.iter_pairs(), count))
 
 
-def _windows(sentences, size):
-    """``(index of the first, list)`` for consecutive windows of ``size`` sentences."""
-    first, it = 0, iter(sentences)
-    while window := list(itertools.islice(it, size)):
-        yield first, window
-        first += len(window)
-
-
 def _resumed_manifest(path, partial_path, settings):
     """The manifest to go on with: a new one, or the saved one if it has the same settings."""
     if not os.path.exists(path):
@@ -172,6 +158,17 @@ def _resumed_manifest(path, partial_path, settings):
                 f"{path} was begun with {field} {manifest.get(field)!r}, not {value!r}; use a "
                 "new --workdir, or the same settings to resume"
             )
+    return manifest
+
+
+def read_manifest(path):
+    with open(path, encoding="utf-8") as f:
+        try:
+            manifest = json.load(f)
+        except ValueError as error:
+            raise ValueError(f"{path} is not a JSON manifest ({error})") from None
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{path} is not a JSON manifest (an object)")
     return manifest
 
 

@@ -1,12 +1,8 @@
 """The translation task: any language pair, with the autoregressive translator.
 
-Training pairs: the user's files (``--train``, a :class:`zoo.data.ParallelCorpus`, streamed),
-by default the bundled Multi30k En->De, read the same way. Vocabulary: a joint SentencePiece
-model learned from a sample of the training pairs, or a given one. Data: token-budget batches
-with teacher forcing. Model: :func:`zoo.models.build_translator`, label-smoothed cross entropy.
-Search: :func:`zoo.models.translator.translator_search` in the strings frame. Validation:
-``val_bleu``. Evaluation: sacreBLEU on a Multi30k split. Export: ``model.keras``, the
-SentencePiece model and a strings-to-strings SavedModel.
+Training pairs are the user's files (``--train``, streamed; by default the bundled Multi30k
+En->De), with a joint SentencePiece vocabulary learned from a sample of them or given;
+token-budget batches with teacher forcing; ``val_bleu`` validation; sacreBLEU evaluation.
 """
 
 import os
@@ -30,6 +26,7 @@ from zoo.data import (
     train_sentencepiece,
 )
 from zoo.decoding.text import translate_sentences
+from zoo.evaluation import corpus_bleu
 # The module, not the package: the package leaves the task model out where TensorFlow was
 # missing when it was first imported (a JAX process that imports TensorFlow later).
 from zoo.models.translator.preprocessor import TranslatorPreprocessor
@@ -38,7 +35,7 @@ from zoo.models.translator import build_translator, translator_search
 from zoo.tasks.task import Task
 from zoo.tasks.translation.config import PRESETS, TranslatorRun
 from zoo.tasks.translation.evaluation import evaluate_translator
-from zoo.tasks.translation.validation import ValidationBleu
+from zoo.tasks.translation.validation import ValidationScore
 from zoo.training.losses import MaskedSparseCrossEntropy
 from zoo.training.optimizer import make_optimizer
 
@@ -75,6 +72,8 @@ class TranslationTask(Task):
     vocabulary_file = SENTENCEPIECE_FILE
     validation_split = "val"
     validation_search = {"method": "greedy"}  # the search behind val_bleu, after each epoch
+    # val_bleu: the key of the scores' dict that is logged, and the function that scores.
+    validation_metric, validation_scores = "bleu", staticmethod(corpus_bleu)
     evaluation_splits = ("val", "test2016")
     default_method = "beam"
     search = staticmethod(translator_search)  # (model, method, max_length, ...) -> ids search
@@ -224,7 +223,8 @@ class TranslationTask(Task):
                 model, vocabulary, sources, max_length=config.max_length, **self.validation_search
             )
 
-        return [ValidationBleu(translate, validation_data, bleu_sample_size)]
+        return [ValidationScore(translate, validation_data, bleu_sample_size,
+                                self.validation_metric, self.validation_scores)]  # fmt: skip
 
     def evaluate(self, model, vocabulary, split, output_dir, verbose=False, method="beam",
                  beam_size=None, alpha=None):

@@ -1,28 +1,29 @@
-"""``val_bleu``: the translation task's validation metric, computed after each epoch."""
+"""``val_bleu`` (``val_exact`` for the transliterator): a text-to-text task's validation metric,
+computed after each epoch."""
 
 import keras
 
-from zoo.evaluation import corpus_bleu
-
-__all__ = ["ValidationBleu"]
+__all__ = ["ValidationScore"]
 
 
-class ValidationBleu(keras.callbacks.Callback):
-    """Translate a sample of validation pairs after each epoch and log ``val_bleu``.
+class ValidationScore(keras.callbacks.Callback):
+    """Translate a sample of validation pairs after each epoch and log ``val_<metric>``.
 
-    The score (sacreBLEU, default signature) goes into the epoch logs, so the progress bar,
-    the History and TensorBoard show it.
+    The score goes into the epoch logs, so the progress bar, the History and TensorBoard show it.
 
     Args:
         translate: ``translate(model, sources) -> hypotheses``, the task's search with its
             settings (the translation task passes greedy search, the NAT Mask-Predict).
         pairs: (source, reference) string pairs; the first ``sample_size`` are used.
         sample_size: how many pairs to translate each epoch.
+        metric: the name of the score logged, a key of what ``score`` returns.
+        score: ``score(hypotheses, references) -> dict``, for example
+            :func:`zoo.evaluation.corpus_bleu` (sacreBLEU, default signature) with ``"bleu"``.
     """
 
-    def __init__(self, translate, pairs, sample_size=200):
+    def __init__(self, translate, pairs, sample_size, metric, score):
         super().__init__()
-        self.translate = translate
+        self.translate, self.metric, self.score = translate, metric, score
         self.pairs = list(pairs)[:sample_size]
 
     def on_epoch_end(self, epoch, logs=None):
@@ -30,4 +31,4 @@ class ValidationBleu(keras.callbacks.Callback):
         references = [reference for _, reference in self.pairs]
         hypotheses = self.translate(self.model, sources)
         if logs is not None:
-            logs["val_bleu"] = corpus_bleu(hypotheses, references)["bleu"]
+            logs[f"val_{self.metric}"] = self.score(hypotheses, references)[self.metric]

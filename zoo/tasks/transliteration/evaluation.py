@@ -1,8 +1,6 @@
 """The transliterator's scores: whole outputs right, and the character error rate."""
 
-import keras
-
-__all__ = ["ValidationExact", "edit_distance", "transliteration_scores"]
+__all__ = ["edit_distance", "transliteration_scores"]
 
 
 def edit_distance(a, b):
@@ -34,19 +32,3 @@ def transliteration_scores(hypotheses, references):
     return {"exact": exact / len(references),
             "cer": errors / max(1, sum(len(r) for r in references))}  # fmt: skip
 
-
-class ValidationExact(keras.callbacks.Callback):
-    """After each epoch, transliterate a sample of validation pairs and log ``val_exact`` (the
-    share of outputs entirely right)."""
-
-    def __init__(self, transliterate, pairs, sample_size=200):
-        super().__init__()
-        self.transliterate = transliterate
-        self.pairs = list(pairs)[:sample_size]
-
-    def on_epoch_end(self, epoch, logs=None):
-        hypotheses = self.transliterate(self.model, [source for source, _ in self.pairs])
-        if logs is not None:
-            logs["val_exact"] = transliteration_scores(
-                hypotheses, [reference for _, reference in self.pairs]
-            )["exact"]

@@ -1,11 +1,9 @@
 """The transliteration task: the translator on a rule-made character task whose alignment moves
 left to right (:mod:`zoo.data.transliteration`), where cross attention must keep its place.
 
-Everything but the data, the vocabulary (one piece per character) and the scores is the
-translation task's: the same model (named ``transliterator``), batches, loss, searches and
-SavedModel. It is where the cross-attention options that shape alignment (``guided_attention
-_weight``, ``cross_attention="location_aware"`` or ``"monotonic"``) are compared:
-``benchmarks/alignment_attention.py``.
+All but the data, the vocabulary (one piece per character) and the scores is the translation
+task's. The cross-attention options that shape alignment are compared on it
+(``benchmarks/alignment_attention.py``).
 """
 
 import os
@@ -18,8 +16,9 @@ from zoo.data.transliteration import load_transliteration
 from zoo.evaluation.bleu import save_evaluation
 from zoo.models.translator import build_translator
 from zoo.tasks.translation.config import PRESETS as TRANSLATOR_PRESETS
+from zoo.tasks.task import Task
 from zoo.tasks.translation.task import TranslationTask
-from zoo.tasks.transliteration.evaluation import ValidationExact, transliteration_scores
+from zoo.tasks.transliteration.evaluation import transliteration_scores
 
 __all__ = ["PRESETS", "TransliterationTask"]
 
@@ -48,28 +47,16 @@ class TransliterationTask(TranslationTask):
     run_presets = PRESETS
     evaluation_splits = ("test", "long")
     default_method = "greedy"
+    validation_metric, validation_scores = "exact", staticmethod(transliteration_scores)
 
     def load_data(self, split):
         return load_transliteration(split)
 
-    def training_data(self, config, files=None):
-        if files:
-            raise ValueError("The transliterator trains on its rule-made data only (no --train).")
-        return self.load_data(self.train_split)
-
-    def validation_data(self, config, files=None):
-        if files:
-            raise ValueError("The transliterator validates on its rule-made data only.")
-        return self.load_data(self.validation_split)
-
-    def data_fingerprint(self, data):
-        return None
-
-    def languages(self, config):
-        return None
-
-    def check_given_vocabulary(self, path):
-        raise ValueError("The transliterator makes its own character vocabulary.")
+    # Its data and vocabulary are its own (no files, no languages): Task's defaults, not the
+    # translation task's.
+    training_data, validation_data = Task.training_data, Task.validation_data
+    data_fingerprint, languages = Task.data_fingerprint, Task.languages
+    check_given_vocabulary = Task.check_given_vocabulary
 
     def make_vocabulary(self, config, workdir, train_data, verbose=False):
         """One piece per character of the training pairs (a SentencePiece ``char`` model)."""
@@ -82,16 +69,6 @@ class TransliterationTask(TranslationTask):
 
     def build_model(self, config):
         return build_translator(config, name=self.name)
-
-    def metric_callbacks(self, config, vocabulary, validation_data, bleu_sample_size=200):
-        if not bleu_sample_size:
-            return []
-
-        def transliterate(model, sources):
-            return self.translate(model, vocabulary, sources, method="greedy",
-                                  max_length=config.max_length)  # fmt: skip
-
-        return [ValidationExact(transliterate, validation_data, bleu_sample_size)]
 
     def evaluate(self, model, vocabulary, split, output_dir, verbose=False, method="greedy",
                  beam_size=None, alpha=None):
