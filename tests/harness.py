@@ -459,6 +459,23 @@ class CrashAtEpoch(keras.callbacks.Callback):
             raise RuntimeError("simulated crash")
 
 
+# A fresh-process script's function (spliced into its text, where zoo and Keras may be blocked):
+# `saved_model_cli show --all` run by its module's main(), in that Python.
+SAVED_MODEL_CLI_SHOW = """
+def saved_model_cli_show(folder):
+    import contextlib, io
+    from tensorflow.python.tools import saved_model_cli
+    sys.argv = ["saved_model_cli", "show", "--all", "--dir", folder]
+    with contextlib.redirect_stdout(io.StringIO()) as shown:
+        try:
+            saved_model_cli.main()
+            code = 0
+        except SystemExit as stop:
+            code = stop.code or 0
+    return {"code": code, "stdout": shown.getvalue()}
+"""
+
+
 def serve_without_zoo(script, serving_dir, timeout=300):
     """Run ``script`` (it loads the SavedModel in ``sys.argv[1]``) in a fresh Python that cannot
     import zoo; return its printed ``name | output | ...`` lines as ``{name: "output | ..."}``."""

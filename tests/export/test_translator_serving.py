@@ -21,7 +21,7 @@ import pytest
 import tensorflow as tf
 
 from tests.export.conftest import MAX_LENGTH
-from tests.harness import load_in_fresh_process
+from tests.harness import SAVED_MODEL_CLI_SHOW, load_in_fresh_process
 from zoo.artifacts import serving_path
 from zoo.data import UNK_ID, SentencePieceTokenizer
 from zoo.tasks import translate
@@ -78,9 +78,9 @@ CASES = {
 # USER_CASES after `import tensorflow_text`, then runs `saved_model_cli show --all` (the
 # command is its module's main()).
 USER_CASES = ("default", "greedy")
-_SERVE_SCRIPT = textwrap.dedent(
+_SERVE_SCRIPT = SAVED_MODEL_CLI_SHOW + textwrap.dedent(
     """
-    import base64, contextlib, io, json, sys
+    import base64, json, sys
     saved_model, cases_path, report_path, sentencepiece_ops, user_cases = sys.argv[1:6]
     for name in ["zoo", "keras", "tf_keras"]:
         sys.modules[name] = None  # any import of it raises ImportError
@@ -111,14 +111,6 @@ _SERVE_SCRIPT = textwrap.dedent(
     del sys.modules["keras"], sys.modules["tf_keras"]  # zoo stays blocked
     import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
     user = serve(tf.saved_model.load(saved_model), user_cases.split(","))
-    from tensorflow.python.tools import saved_model_cli
-    sys.argv = ["saved_model_cli", "show", "--all", "--dir", saved_model]
-    with contextlib.redirect_stdout(io.StringIO()) as shown:
-        try:
-            saved_model_cli.main()
-            code = 0
-        except SystemExit as stop:
-            code = stop.code or 0
     json.dump(
         {
             "outputs": outputs,
@@ -126,7 +118,7 @@ _SERVE_SCRIPT = textwrap.dedent(
             "signatures": sorted(serving.signatures),
             "imported_by_the_saved_model": sorted(after - before),
             "modules": sorted(after),
-            "cli": {"code": code, "stdout": shown.getvalue()},
+            "cli": saved_model_cli_show(saved_model),
         },
         open(report_path, "w"),
     )

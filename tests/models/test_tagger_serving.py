@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.harness import SAVED_MODEL_CLI_SHOW
 from tests.models.tagger_reference import encode, tag_sentences, tagging_windows
 from tests.models.test_tagger_task import (
     MAX_LENGTH,
@@ -94,9 +95,9 @@ CASES = {
 # where zoo, Keras and tf-text cannot be imported; then imports Keras and zoo (which registers
 # its layers) and loads each model.keras; then runs `saved_model_cli show --all` on the XPOS
 # export (the command is its module's main()).
-_FRESH_SCRIPT = textwrap.dedent(
+_FRESH_SCRIPT = SAVED_MODEL_CLI_SHOW + textwrap.dedent(
     """
-    import base64, contextlib, io, json, os, sys
+    import base64, json, os, sys
     requests_path, report_path = sys.argv[1:3]
     blocked = ["zoo", "keras", "tf_keras", "tensorflow_text"]
     for name in blocked:
@@ -134,21 +135,13 @@ _FRESH_SCRIPT = textwrap.dedent(
         reloaded = reloaded if isinstance(reloaded, dict) else {"output": reloaded}
         np.savez(f"{key}.npz", **{k: keras.ops.convert_to_numpy(v) for k, v in reloaded.items()})
 
-    from tensorflow.python.tools import saved_model_cli
-    sys.argv = ["saved_model_cli", "show", "--all", "--dir", requests["models"]["xpos"]]
-    with contextlib.redirect_stdout(io.StringIO()) as shown:
-        try:
-            saved_model_cli.main()
-            code = 0
-        except SystemExit as stop:
-            code = stop.code or 0
     json.dump(
         {
             "outputs": outputs,
             "signatures": {key: sorted(m.signatures) for key, m in loaded.items()},
             "imported_by_the_saved_model": sorted(after - before),
             "modules": sorted(after),
-            "cli": {"code": code, "stdout": shown.getvalue()},
+            "cli": saved_model_cli_show(requests["models"]["xpos"]),
         },
         open(report_path, "w"),
     )
