@@ -32,35 +32,40 @@ gc.freeze()
 # pytest-xdist hands out whole files (--dist loadfile) in collection order, each to the next
 # idle worker; --no-loadscope-reorder (pyproject.toml) keeps that order, which xdist otherwise
 # replaces by the files' test counts. The longest files go first, so that the run does not end
-# with one of them running alone; the others keep their order. From the per-file times of a
-# full run (longest first); a file missing here only runs later.
+# with one of them running alone; the others keep their order. Ordered by each file's CPU time
+# in a full run, its subprocesses' included (its wall time there depends on its neighbour); a
+# file missing here only runs later.
 LONGEST_FIRST = (
     "tests/training/test_distributed.py",
     "tests/test_notebooks.py",
     "tests/layers/test_layers_on_jax.py",
-    "tests/models/test_tagger_task.py",
-    "tests/export/test_translator_serving.py",
-    "tests/models/test_translator_options.py",
-    "tests/test_cli.py",
     "tests/training/test_kill_and_resume.py",
-    "tests/tasks/transliteration/test_task.py",
-    "tests/decoding/test_beam.py",
-    "tests/export/test_translator_options.py",
+    "tests/test_cli.py",
     "tests/test_cli_data.py",
-    "tests/tasks/nat/test_ctc.py",
+    "tests/export/test_translator_serving.py",
+    "tests/export/test_translator_options.py",
+    "tests/models/test_tagger_task.py",
+    "tests/models/test_translator_options.py",
+    "tests/decoding/test_beam.py",
     "tests/test_cli_treebank.py",
-    "tests/tasks/nat/test_serving.py",
-    "tests/tasks/nat/test_task.py",
-    "tests/decoding/test_translate_nat.py",
-    "tests/models/test_tagger_serving.py",
-    "tests/tasks/translation/test_distillation.py",
-    "tests/export/test_mixed_precision_export.py",
-    "tests/training/test_train_tagger.py",
-    "tests/export/test_shipped_serving.py",
-    "tests/training/test_train.py",
     "tests/decoding/test_translate.py",
     "tests/models/test_translator_task.py",
+    "tests/tasks/nat/test_task.py",
+    "tests/tasks/nat/test_serving.py",
+    "tests/models/test_tagger.py",
+    "tests/tasks/nat/test_ctc.py",
+    "tests/models/test_tagger_serving.py",
+    "tests/tasks/translation/test_distillation.py",
+    "tests/training/test_train.py",
+    "tests/training/test_train_tagger.py",
+    "tests/decoding/test_translate_nat.py",
+    "tests/export/test_shipped_serving.py",
+    "tests/tasks/transliteration/test_task.py",
+    "tests/benchmarks/test_attention_benchmarks.py",
+    "tests/export/test_warmup.py",
     "tests/tasks/nat/test_glancing.py",
+    "tests/layers/test_strided_attention.py",
+    "tests/benchmarks/test_tagger_throughput.py",
 )
 
 
