@@ -29,7 +29,7 @@ class Buckets(NamedTuple):
 
     ``rows``: the batch sizes a batch is padded up to, ascending (a larger batch is split).
     ``lengths``: the source lengths, ascending; past the last, multiples of the last. Coarser
-    buckets mean fewer programs and more padding (``benchmarks/bucket_padding.py``).
+    buckets mean fewer programs and more padding (``benchmarks/studies/bucket_padding.py``).
     """
 
     rows: tuple
@@ -53,7 +53,8 @@ class Buckets(NamedTuple):
 
 # What bucketed() pads to, in process and in every export: 3 batch sizes x 7 lengths, 21 programs
 # per XLA search, few enough for a warm-up to compile. Lengths are fine and rows coarse because
-# padding a length costs a search far more than padding rows (benchmarks/bucket_padding.py).
+# padding a length costs a search far more than padding rows
+# (benchmarks/studies/bucket_padding.py).
 BUCKETS = Buckets(rows=(1, 8, 64), lengths=(16, 24, 32, 48, 64, 96, 128))
 
 

@@ -1,10 +1,10 @@
 """Layer normalization in fewer graph ops than Keras's: the same weights, the same numbers.
 
 Why: a served translator's plain signatures pay a cost per op at every decoding step, and layer
-norms are a large share of a step's ops (``benchmarks/serving_profile.py``, RESULTS.md). This
-computes ``(x - mean) * rsqrt(var + eps) * gamma + beta`` without Keras's extra moments and
-reshapes. It keeps Keras's class name, which names a functional model's weights in a
-``.weights.h5`` file, so checkpoints load between the two layers both ways.
+norms are a large share of a step's ops (``benchmarks/studies/serving_profile.py``,
+RESULTS.md). This computes ``(x - mean) * rsqrt(var + eps) * gamma + beta`` without Keras's
+extra moments and reshapes. It keeps Keras's class name, which names a functional model's
+weights in a ``.weights.h5`` file, so checkpoints load between the two layers both ways.
 """
 
 import keras

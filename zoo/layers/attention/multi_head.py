@@ -25,8 +25,8 @@ def write_cache(cache, offset, new):
 
     Why a scatter and not ``ops.slice_update``: in TensorFlow's graph mode (the plain serving
     signatures) a slice update is an XLA op compiled on demand, a large share of a greedy step's
-    time, where a scatter is a core kernel (``benchmarks/serving_profile.py``); under XLA both
-    write in place. The caches are scattered into as ``(B * S_max, N, H)`` rows, so that the
+    time, where a scatter is a core kernel (``benchmarks/studies/serving_profile.py``); under XLA
+    both write in place. The caches are scattered into as ``(B * S_max, N, H)`` rows, so that the
     indices are one column, computed once for keys and values.
     """
     batch, steps, length = ops.shape(new[0])[0], ops.shape(new[0])[1], ops.shape(cache[0])[1]

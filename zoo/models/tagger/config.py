@@ -35,7 +35,7 @@ class TaggerConfig:
         num_xpos_tags: the XPOS tags of a second head (``vocabulary.num_xpos_tags``); 0 means
             no XPOS head.
         num_feats_tags: the FEATS bundles of a features head, whole bundles as one class (as
-            UDPipe 2 and UDify; ``benchmarks/feats_heads.py``); 0 means none.
+            UDPipe 2 and UDify; ``benchmarks/studies/feats_heads.py``); 0 means none.
         num_lemma_scripts: the lemma edit scripts of a lemma head; 0 means none. The head set,
             :attr:`TaggerConfig.heads`, is the heads with a nonzero count (``--xpos``,
             ``--feats``, ``--lemmas`` set them to 1; the vocabulary sets the real counts).

@@ -3,7 +3,7 @@ left to right (:mod:`zoo.data.transliteration`), where cross attention must keep
 
 All but the data, the vocabulary (one piece per character) and the scores is the translation
 task's. The cross-attention options that shape alignment are compared on it
-(``benchmarks/alignment_attention.py``).
+(``benchmarks/studies/alignment_attention.py``).
 """
 
 import os

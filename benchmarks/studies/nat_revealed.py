@@ -7,10 +7,13 @@ trained on every share (a uniform number of masks); glancing training (GLAT) sho
 pass only a share of the first pass's errors, so it rarely sees most of a target. Only the
 validation split; the revealed positions are drawn uniformly (seeded), the same for every model.
 
-    python benchmarks/nat_revealed.py --nat CMLM=workdirs/nat-cmlm --nat "CMLM+GLAT"=DIR [--quick]
+    python benchmarks/studies/nat_revealed.py --nat CMLM=workdirs/nat-cmlm \
+        --nat "CMLM+GLAT"=DIR [--quick]
 """
 
 import argparse
+import os
+import sys
 
 from zoo_cli import quiet_native_logs
 
@@ -19,6 +22,8 @@ quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
 import numpy as np  # noqa: E402
 from keras import ops  # noqa: E402
 
+# benchmarks/: common.py, nat_vs_at.py
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from common import append_results, machine_description, markdown_table  # noqa: E402
 from nat_vs_at import labelled_folder  # noqa: E402
 
@@ -84,7 +89,7 @@ def main():
     notes = [f"{len(pairs)} val sentences; {folders}"]
     if not (args.no_record or args.quick):
         append_results("NAT accuracy with gold tokens revealed (val)",
-                       "python benchmarks/nat_revealed.py " + " ".join(
+                       "python benchmarks/studies/nat_revealed.py " + " ".join(
                            f'--nat "{label}={folder}"' for label, folder in args.nat),
                        table, notes)  # fmt: skip
 

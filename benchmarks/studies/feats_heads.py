@@ -17,7 +17,7 @@ universal features only, ``zoo.evaluation.conll18``) beside AllTags. The table g
 row's best dev UFeats and AllTags over the epochs and the epoch of each: the test file is never
 read. zoo keeps the FEATS head that wins here.
 
-    python benchmarks/feats_heads.py --train T.conllu --valid D.conllu [--epochs 30]
+    python benchmarks/studies/feats_heads.py --train T.conllu --valid D.conllu [--epochs 30]
         [--workdir workdirs/feats-heads] [--only bundle|per-feature]
 """
 
@@ -26,7 +26,8 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# benchmarks/: common.py
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from zoo_cli import quiet_native_logs  # noqa: E402
 
 quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
@@ -265,7 +266,7 @@ def main():
     notes = [f"train {os.path.basename(args.train)}, dev {os.path.basename(args.valid)}; the "
              "small preset with every head (UPOS and XPOS with a CRF), no XLA; the averaged "
              "weights of each epoch; test is not read"]  # fmt: skip
-    command = (f"python benchmarks/feats_heads.py --train {os.path.basename(args.train)} "
+    command = (f"python benchmarks/studies/feats_heads.py --train {os.path.basename(args.train)} "
                f"--valid {os.path.basename(args.valid)} --epochs {args.epochs}")
     common.publish_table(TITLE, command, header, rows, notes)
     for row in rows:

@@ -15,13 +15,14 @@ rewritten from all finished rows after every row.
 
 Usage::
 
-    python benchmarks/tagger_sweep.py [--epochs 16] [--only NAME ...] [--list]
+    python benchmarks/studies/tagger_sweep.py [--epochs 16] [--only NAME ...] [--list]
 """
 
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# benchmarks/: common.py
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from zoo_cli import quiet_native_logs  # noqa: E402
 
 quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
@@ -30,7 +31,7 @@ import common  # noqa: E402  (benchmarks/common.py)
 from zoo.tasks.tagging.evaluation import evaluate_tagger  # noqa: E402
 from zoo.tasks import get_task, load  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SWEEP_DIR = os.path.join(ROOT, "workdirs", "tagger-sweep")
 TITLE = "Tagger sweep: dev UPOS accuracy of training settings (small shape, equal epochs)"
 
@@ -75,7 +76,7 @@ def publish(results, epochs):
         "XLA on; train minutes are wall-clock on this machine, validation included, shared "
         "with other work when it was",
     ]
-    command = f"python benchmarks/tagger_sweep.py --epochs {epochs}"
+    command = f"python benchmarks/studies/tagger_sweep.py --epochs {epochs}"
     common.publish_table(TITLE, command, header, rows, notes)
 
 

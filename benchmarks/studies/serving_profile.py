@@ -9,7 +9,7 @@ search's while-loop body, per kind, counted two ways.
 
 ``translate_greedy`` is the greedy search, ``serving_default`` beam search with 4 beams.
 
-    python benchmarks/serving_profile.py [--before FOLDER] [--no-record] [--top 20]
+    python benchmarks/studies/serving_profile.py [--before FOLDER] [--no-record] [--top 20]
 
 ``--before`` profiles another model folder too (an earlier export, e.g. from ``git show``) and
 notes its totals under the table.
@@ -31,13 +31,14 @@ import tensorflow as tf  # noqa: E402
 import tensorflow_text  # noqa: E402, F401  (registers the SentencePiece ops)
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# benchmarks/: common.py
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import common  # noqa: E402  (benchmarks/common.py)
 
 from zoo.artifacts import latest_serving_path  # noqa: E402
 from zoo.data import load_multi30k  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = os.path.join(ROOT, "saved_models", "translator-en-de")
 TITLE = "Serving profile: the ops of one decoding step of the translator's plain signatures"
 SIGNATURES = {"greedy": "translate_greedy", "beam 4": "serving_default"}
@@ -195,7 +196,7 @@ def main(argv=None):
         ]
         if before:
             notes.append(before)
-        command = "python benchmarks/serving_profile.py"
+        command = "python benchmarks/studies/serving_profile.py"
         if args.batch != 1:
             command += f" --batch {args.batch}"
         if args.before:

@@ -15,15 +15,16 @@ skipped; a stopped one resumes from its last finished epoch. The table in
 
 Usage::
 
-    python benchmarks/seq2seq_techniques.py [--preset small] [--epochs 10] [--only NAME ...]
-    python benchmarks/seq2seq_techniques.py --quick   # tiny models, one epoch: a smoke run
+    python benchmarks/studies/seq2seq_techniques.py [--preset small] [--epochs 10] [--only NAME ...]
+    python benchmarks/studies/seq2seq_techniques.py --quick   # tiny models, one epoch: a smoke run
 """
 
 import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# benchmarks/: common.py
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from zoo_cli import quiet_native_logs  # noqa: E402
 
 quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
@@ -34,7 +35,7 @@ from zoo.evaluation.copying import rare_word_accuracy  # noqa: E402
 from zoo.tasks.translation.evaluation import evaluate_translator  # noqa: E402
 from zoo.tasks import get_task, load, translate  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TITLE = "Seq2seq techniques: the {preset} translator at an equal budget, each technique on"
 
 # name -> the config fields that switch the technique on.
@@ -88,7 +89,7 @@ def publish(results, preset, epochs):
         "XLA on; train minutes are wall-clock on this machine, shared with other work when it "
         "was; one seed per row, so differences under about 0.5 BLEU are noise",
     ]
-    command = f"python benchmarks/seq2seq_techniques.py --preset {preset} --epochs {epochs}"
+    command = f"python benchmarks/studies/seq2seq_techniques.py --preset {preset} --epochs {epochs}"
     common.publish_table(TITLE.format(preset=preset), command, header, rows, notes)
 
 

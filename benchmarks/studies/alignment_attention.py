@@ -6,7 +6,7 @@ trained for the same epochs through ``zoo.training.train`` (XLA on) in its own w
 ``workdirs/alignment-<preset>/``, then scored with greedy search on ``test`` (the training
 lengths, 4 to 24 characters) and ``long`` (36 to 64 characters, longer than any trained): the
 share of outputs entirely right and the character error rate. The picture
-``benchmarks/alignment_attention.png`` shows each row's cross attention (the last decoder
+``benchmarks/studies/alignment_attention.png`` shows each row's cross attention (the last decoder
 block, the mean over heads) on the first long phrase, the gold output teacher-forced.
 
 Resumable: a finished row (``alignment_result.json`` in its workdir) is skipped; a stopped one
@@ -15,8 +15,8 @@ the finished rows after every row.
 
 Usage::
 
-    python benchmarks/alignment_attention.py [--preset small] [--epochs 8] [--only NAME ...]
-    python benchmarks/alignment_attention.py --quick   # tiny models, one epoch: a smoke run
+    python benchmarks/studies/alignment_attention.py [--preset small] [--epochs 8] [--only NAME ...]
+    python benchmarks/studies/alignment_attention.py --quick   # tiny models, one epoch: a smoke run
 """
 
 import argparse
@@ -24,7 +24,8 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# benchmarks/: common.py
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from zoo_cli import quiet_native_logs  # noqa: E402
 
 quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
@@ -37,9 +38,9 @@ from zoo.data import BOS_ID, load_transliteration  # noqa: E402
 from zoo.models.translator import attention_weights  # noqa: E402
 from zoo.tasks import get_task, load  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TITLE = "Cross attention on a monotonic task: the {preset} transliterator at an equal budget"
-PICTURE = os.path.join(ROOT, "benchmarks", "alignment_attention.png")
+PICTURE = os.path.join(ROOT, "benchmarks", "studies", "alignment_attention.png")
 
 # name -> the config fields of the row.
 ROWS = {
@@ -118,9 +119,10 @@ def publish(results, preset, epochs):
         "of 36-64 characters, longer than any trained",
         "XLA on; train minutes are wall-clock on this machine; one seed per row",
         "attention pictures (the first long phrase, teacher-forced): "
-        "benchmarks/alignment_attention.png",
+        "benchmarks/studies/alignment_attention.png",
     ]
-    command = f"python benchmarks/alignment_attention.py --preset {preset} --epochs {epochs}"
+    command = (f"python benchmarks/studies/alignment_attention.py --preset {preset} "
+               f"--epochs {epochs}")
     common.publish_table(TITLE.format(preset=preset), command, header, rows, notes)
 
 

@@ -3,18 +3,22 @@ early stopping (off by default), and at the gold lengths (which isolates the len
 
 Only the validation split: the settings are chosen on it. BLEU is sacreBLEU 13a, lowercased.
 
-    python benchmarks/nat_refinement.py --nat DIR [--quick]
+    python benchmarks/studies/nat_refinement.py --nat DIR [--quick]
 
 DIR is a CMLM NAT (a workdir or an export folder); the shipped NAT is a CTC decoder, which has
 nothing to refine. The CMLM shipped before it is in git at 7cd084b (saved_models/nat-en-de).
 """
 
 import argparse
+import os
+import sys
 
 from zoo_cli import quiet_native_logs
 
 quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
 
+# benchmarks/: common.py, nat_vs_at.py
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from common import append_results, machine_description, markdown_table  # noqa: E402
 from nat_vs_at import length_report  # noqa: E402
 
@@ -68,7 +72,8 @@ def main():
     if not (args.no_record or args.quick):
         # One section per model: a second NAT's run does not replace the first's.
         append_results(f"NAT refinement on val ({args.nat})",
-                       f"python benchmarks/nat_refinement.py --nat {args.nat}", table, notes)
+                       f"python benchmarks/studies/nat_refinement.py --nat {args.nat}", table,
+                       notes)
 
 
 if __name__ == "__main__":

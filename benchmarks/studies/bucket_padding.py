@@ -10,21 +10,22 @@ Each ladder first runs every request once untimed (compiling what it meets); the
 timed alternately, round by round, and the median is kept. Ratio = the ladder's time over the
 finest ladder's (every power of two rows, every multiple of 8 tokens: the ladder before issue 55).
 
-    python benchmarks/bucket_padding.py [--rounds 2] [--no-record]
+    python benchmarks/studies/bucket_padding.py [--rounds 2] [--no-record]
 """
 
 import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from zoo_cli import quiet_native_logs  # noqa: E402
 
 quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
 
 import tensorflow as tf  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# benchmarks/: common.py
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import common  # noqa: E402  (benchmarks/common.py)
 
 from zoo.data import load_multi30k  # noqa: E402
@@ -32,7 +33,7 @@ from zoo.decoding.text import BUCKETS, Buckets, bucketed, translate_strings, xla
 from zoo.models import TranslatorPreprocessor  # noqa: E402
 from zoo.tasks import load, task_of  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = os.path.join(ROOT, "saved_models", "translator-en-de")
 TITLE = "Bucket padding: the cost of fewer XLA programs (ms per sentence, in process)"
 FINEST = "rows 1-64 by x2, lengths by 8 (before)"
@@ -122,7 +123,7 @@ def main(argv=None):
             "ratio = the ladder's time over the finest's",
             "programs per search, all lengths to 128 tokens: " + "; ".join(totals),
         ]
-        command = "python benchmarks/bucket_padding.py"
+        command = "python benchmarks/studies/bucket_padding.py"
         common.publish_table(TITLE, command, header, rows, notes)
 
 

@@ -10,7 +10,7 @@ after the others: processes cannot alternate. On one machine's cores the replica
 workers share the same threads, so each ratio is the distributed path's overhead (splitting
 the batch, the all-reduce of the gradients, for the workers over gRPC), not a speed-up.
 
-    python benchmarks/mirrored_throughput.py [--rounds 5] [--steps 5]
+    python benchmarks/studies/mirrored_throughput.py [--rounds 5] [--steps 5]
 """
 
 import argparse
@@ -34,7 +34,8 @@ if not WORKER:
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# benchmarks/: common.py
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import common  # noqa: E402
 
 from zoo.tasks import get_task  # noqa: E402
@@ -119,7 +120,8 @@ def main(argv=None):
             for name in seconds]  # fmt: skip
     common.publish_table(
         TITLE,
-        f"python benchmarks/mirrored_throughput.py --rounds {args.rounds} --steps {args.steps}",
+        f"python benchmarks/studies/mirrored_throughput.py --rounds {args.rounds} "
+        f"--steps {args.steps}",
         ["strategy", "replicas", "ms per step", "tokens per second", "time / one_device"],
         rows,
         notes=[f"the `small` translator, global batch {BATCH} pairs of {LENGTH}+{LENGTH} "

@@ -13,13 +13,14 @@ all finished rows after every row.
 
 Usage::
 
-    python benchmarks/translator_sweep.py [--epochs 30] [--only NAME ...] [--list]
+    python benchmarks/studies/translator_sweep.py [--epochs 30] [--only NAME ...] [--list]
 """
 
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# benchmarks/: common.py
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from zoo_cli import quiet_native_logs  # noqa: E402
 
 quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
@@ -29,7 +30,7 @@ from zoo.tasks.translation.evaluation import evaluate_translator  # noqa: E402
 from zoo.tasks import get_task, load, translate  # noqa: E402
 from zoo.training.average import average_checkpoints  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SWEEP_DIR = os.path.join(ROOT, "workdirs", "sweep")
 TITLE = "Translator sweep: val BLEU of training settings (small shape, equal epochs)"
 AVERAGE_LAST = 5
@@ -84,7 +85,7 @@ def publish(results, epochs):
         "XLA on; train minutes are wall-clock on this machine, shared with other work "
         "when it was",
     ]
-    command = f"python benchmarks/translator_sweep.py --epochs {epochs}"
+    command = f"python benchmarks/studies/translator_sweep.py --epochs {epochs}"
     common.publish_table(TITLE, command, header, rows, notes)
 
 

@@ -5,10 +5,10 @@ epochs and scored on Multi30k **val only** (test2016 is never read: the settings
 val). A GPU machine here has JAX but no TensorFlow or tf-text, which zoo's tokenizer and data
 loading need, so the run has three steps:
 
-    python benchmarks/translator_sweep_gpu.py prepare DIR     # vocabularies, tokenized train/val
-    KERAS_BACKEND=jax python benchmarks/translator_sweep_gpu.py run DIR OUT   # on the GPU
+    python benchmarks/studies/translator_sweep_gpu.py prepare DIR  # vocabularies, tokenized train/val
+    KERAS_BACKEND=jax python benchmarks/studies/translator_sweep_gpu.py run DIR OUT   # on the GPU
         [--rows NAME ...] [--epochs 60] [--parallel 4] [--train-seconds S] [--bucket-width 32]
-    python benchmarks/translator_sweep_gpu.py report DIR OUT  # BLEU and the table, to RESULTS.md
+    python benchmarks/studies/translator_sweep_gpu.py report DIR OUT  # BLEU, table: RESULTS.md
 
 ``prepare`` learns each vocabulary the rows need as the translator task does, and keeps the
 ids of train and val. ``run`` trains each row in its own process (``--parallel`` at a time on
@@ -43,10 +43,13 @@ import time
 
 import numpy as np
 
+# benchmarks/: common.py
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# benchmarks/studies/: gpu_rows.py
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gpu_rows  # noqa: E402  (benchmarks/gpu_rows.py)
+import gpu_rows  # noqa: E402  (benchmarks/studies/gpu_rows.py)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TITLE = "Translator sweep on a GPU (JAX): val BLEU of training settings (small shape)"
 
 _DROPOUT_03 = {"dropout": 0.3, "attention_dropout": 0.1, "activation_dropout": 0.1}
@@ -433,7 +436,7 @@ def report(args):
                      f"{sorted({h['config']['bucket_width'] for h in histories})}")
     if limits != {(29000, 1014)}:
         notes.append(f"subsets: (train pairs, val sentences) {sorted(limits)}")
-    publish_table(TITLE, "python benchmarks/translator_sweep_gpu.py prepare|run|report "
+    publish_table(TITLE, "python benchmarks/studies/translator_sweep_gpu.py prepare|run|report "
                          "(see its docstring)", header, rows, notes)
 
 

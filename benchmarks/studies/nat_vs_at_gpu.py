@@ -6,9 +6,9 @@ compiled by ``jax.jit``. To bound the compilations, every batch of a batch size 
 the longest source of the run rounded up to 8 tokens (padding never changes a translation),
 and 64 rows; every batch runs once untimed first, so compilation is never timed.
 
-    python benchmarks/nat_vs_at_gpu.py prepare DIR        # tokenized test2016 sources
-    KERAS_BACKEND=jax python benchmarks/nat_vs_at_gpu.py run DIR OUT     # on the GPU
-    python benchmarks/nat_vs_at_gpu.py report DIR OUT     # BLEU and the table, to RESULTS.md
+    python benchmarks/studies/nat_vs_at_gpu.py prepare DIR     # tokenized test2016 sources
+    KERAS_BACKEND=jax python benchmarks/studies/nat_vs_at_gpu.py run DIR OUT  # on the GPU
+    python benchmarks/studies/nat_vs_at_gpu.py report DIR OUT  # BLEU and the table, to RESULTS.md
 
 ``run`` reads the models from ``--at`` and ``--nat`` (saved_models/ by default) and needs
 neither TensorFlow nor tf-text.
@@ -22,7 +22,10 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# benchmarks/: common.py
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 AT_ROWS = [("AT greedy", {"method": "greedy"}), ("AT beam 4", {"method": "beam", "beam_size": 4}),
            ("AT beam 5", {"method": "beam", "beam_size": 5})]
 NAT_ROWS = [(f"NAT T={t} l={l}", {"method": "mask_predict", "iterations": t, "length_beam": l})
@@ -141,7 +144,7 @@ def report(args):
     if not args.no_record:
         append_results(
             "NAT against AT on a GPU (JAX)",
-            "python benchmarks/nat_vs_at_gpu.py prepare|run|report (see its docstring)",
+            "python benchmarks/studies/nat_vs_at_gpu.py prepare|run|report (see its docstring)",
             table,
             notes=[f"the timed run: {device} (the report's machine line is where BLEU was "
                    "scored)", f"AT: {os.path.relpath(args.at, ROOT)}; NAT: {os.path.relpath(args.nat, ROOT)}",

@@ -5,10 +5,10 @@ and scored on UD English-EWT **dev only** (test is never read: the settings are 
 overall and on OOV words. A GPU machine here has JAX but no TensorFlow, which zoo's vocabulary
 encoding and tf.data pipeline need, so the run has three steps:
 
-    python benchmarks/tagger_sweep_gpu.py prepare DIR     # vocabularies, encoded train/dev
-    KERAS_BACKEND=jax python benchmarks/tagger_sweep_gpu.py run DIR OUT   # on the GPU
+    python benchmarks/studies/tagger_sweep_gpu.py prepare DIR     # vocabularies, encoded train/dev
+    KERAS_BACKEND=jax python benchmarks/studies/tagger_sweep_gpu.py run DIR OUT   # on the GPU
         [--rows NAME ...] [--epochs 16] [--parallel 8] [--train-seconds S] [--bucket-width 32]
-    python benchmarks/tagger_sweep_gpu.py report DIR OUT [OUT ...]  # the table, to RESULTS.md
+    python benchmarks/studies/tagger_sweep_gpu.py report DIR OUT [OUT ...]  # table: RESULTS.md
 
 ``prepare`` builds each vocabulary the rows need as the tagger task does and keeps the encoded
 words, characters and tags of train and dev. ``run`` trains each row in its own process
@@ -35,10 +35,13 @@ import time
 
 import numpy as np
 
+# benchmarks/: common.py
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# benchmarks/studies/: gpu_rows.py
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gpu_rows  # noqa: E402  (benchmarks/gpu_rows.py)
+import gpu_rows  # noqa: E402  (benchmarks/studies/gpu_rows.py)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TITLE = "Tagger sweep on a GPU (JAX): dev UPOS accuracy of training settings (small shape)"
 
 _WIDTHS = {"char_kernel_size": (2, 3, 4, 5), "char_filters": 64}  # 4 x 64 = 256 features
@@ -391,8 +394,8 @@ def report(args):
     ]
     if len(subsets) > 1 or next(iter(subsets))[0] < 12000:
         notes.append(f"subsets: (train sentences, dev sentences) {sorted(subsets)}")
-    publish_table(TITLE, "python benchmarks/tagger_sweep_gpu.py prepare|run|report (see its "
-                         "docstring)", header, rows, notes)
+    publish_table(TITLE, "python benchmarks/studies/tagger_sweep_gpu.py prepare|run|report "
+                         "(see its docstring)", header, rows, notes)
 
 
 def main():
