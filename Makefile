@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test bench notebooks wheels colab clean
+.PHONY: demo test bench notebooks notebooks-full wheels colab clean
 
 # uv installs the pinned set in about a minute where pip takes two (parallel downloads); it is
 # itself pinned and lives in the venv. --compile-bytecode, because pip compiles on install and
@@ -47,8 +47,13 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/train_step.py
 	$(BIN)/python benchmarks/decode.py
 
+# The notebooks at tiny size, nothing written (as the suite runs them); notebooks-full runs each
+# at full size and writes its outputs and run time back (an hour or more on 2 cores).
 notebooks: $(STAMP)
-	$(BIN)/python -m pytest tests/test_notebooks.py
+	$(BIN)/python tools/run_notebooks.py
+
+notebooks-full: $(STAMP)
+	$(BIN)/python tools/run_notebooks.py --full --write
 
 # Does every Python that requires-python admits get the whole pinned set (constraints.txt, all
 # extras) from binary wheels? pip resolves it for each, installing nothing; needs the registry.

@@ -323,10 +323,12 @@ def assert_xla_matches_eager_at_unknown_lengths(layer, lengths, **call_kwargs):
         padding = np.ones((B, length), bool)
         padding[1, -2:] = False
         for got, want in zip(compiled(x, padding), values_and_gradients(x, padding)):
-            np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
+            # XLA sums in another order: float32 gradients differ by up to about 1e-4 of their size.
+            np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-4)
 
 
 def test_the_recomputed_window_under_xla_with_an_unknown_length():
+    keras.utils.set_random_seed(0)  # its weights whatever ran before in this process
     assert_xla_matches_eager_at_unknown_lengths(
         LocalAttention(num_heads=2, key_dim=8, window=2), (5, 9), training=True
     )
