@@ -102,6 +102,8 @@ def main(argv=None):
     parser.add_argument("--address", action="store_true",
                         help="only bring the badges and install cells up to date")
     args = parser.parse_args(argv)
+    if args.write and not args.full:  # a reader is owed the full run's numbers and pictures
+        parser.error("--write writes a full run's outputs: add --full")
     for path in args.notebooks or NOTEBOOKS:
         name = os.path.basename(path)
         if args.address:
