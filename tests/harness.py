@@ -416,6 +416,15 @@ def jit_call(layer, *inputs, **kwargs):
     return outputs
 
 
+class NoTensorFlow:
+    """First in ``sys.meta_path``, this finder makes TensorFlow and tf-text unimportable, as on
+    a GPU machine where they are not installed. A module already imported stays imported."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("tensorflow", "tensorflow_text"):
+            raise ImportError(f"No module named {name!r}")
+
+
 def run_on_jax(script, timeout=600):
     """Run ``script`` in a fresh Python on Keras's JAX backend (CPU); return its stdout.
 

@@ -19,9 +19,17 @@ def test_there_are_notebooks():
     assert len(NOTEBOOKS) >= 6, NOTEBOOKS
 
 
+@pytest.fixture(scope="module")
+def kernel():
+    """One kernel for the tiny runs, reset before each: its start and the imports cost more than
+    most tiny runs."""
+    with runner.tiny_kernel() as km:
+        yield km
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
-def test_notebook_runs(path):
-    runner.execute(path)  # raises CellExecutionError, naming the cell, on any failure
+def test_notebook_runs(path, kernel):
+    runner.execute(path, km=kernel)  # raises CellExecutionError, naming the cell, on any failure
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)

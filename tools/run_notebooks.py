@@ -10,6 +10,7 @@ it (``ZOO_SOURCE``). Writing a notebook brings both up to date; the suite checks
 """
 
 import argparse
+import contextlib
 import glob
 import os
 import re
@@ -18,6 +19,7 @@ import time
 import tomllib
 
 import nbformat
+from jupyter_core.utils import run_sync
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.join(ROOT, "notebooks")
@@ -48,11 +50,56 @@ def with_address(notebook, name, address=None):
     return notebook
 
 
-def execute(path, full=False):
-    """Run the notebook at ``path`` in a fresh kernel, tiny unless ``full``; return it with its
-    outputs. Raises nbclient's CellExecutionError, naming the cell, on any failure."""
+# Run in a shared kernel before each notebook, so that none leans on the one before it: Keras's
+# global state (clear_session keeps floatx), matplotlib's figures, settings and backend (05
+# switches to inline), then every name, as %reset -f does, with the execution count back at 1.
+_RESET = """
+import sys
+if "keras" in sys.modules:
+    sys.modules["keras"].backend.clear_session()
+    sys.modules["keras"].config.set_floatx("float32")
+if "matplotlib.pyplot" in sys.modules:
+    get_ipython().run_line_magic("matplotlib", "agg")
+    sys.modules["matplotlib.pyplot"].close("all")
+    sys.modules["matplotlib"].rc_file_defaults()
+get_ipython().reset()
+"""
+
+
+@contextlib.contextmanager
+def tiny_kernel():
+    """A kernel manager for tiny runs to share, ``execute(path, km=km)`` each: the first run starts
+    the kernel; it is shut down on leaving."""
+    from jupyter_client import AsyncKernelManager
+
+    km = AsyncKernelManager(kernel_name="python3")
+    try:
+        yield km
+    finally:
+        if km.has_kernel:
+            run_sync(km.shutdown_kernel)(now=True)
+
+
+def _reset(km):
+    client = km.blocking_client()
+    client.start_channels()
+    try:
+        client.execute(_RESET, store_history=False)
+        reply = client.get_shell_msg(timeout=60)["content"]
+    finally:
+        client.stop_channels()
+    if reply["status"] != "ok":
+        raise RuntimeError(f"resetting the kernel: {reply.get('ename')}: {reply.get('evalue')}")
+
+
+def execute(path, full=False, km=None):
+    """Run the notebook at ``path``, tiny unless ``full``; return it with its outputs. It runs in a
+    fresh kernel, or, tiny only, in ``km`` from tiny_kernel(), reset first. Raises nbclient's
+    CellExecutionError, naming the cell, on any failure."""
     from nbclient import NotebookClient
 
+    if full and km is not None:  # a committed run owes its reader a fresh kernel
+        raise ValueError("a full run gets a kernel of its own: pass no km")
     env = dict(os.environ, ZOO_NOTEBOOK_TINY="0" if full else "1", TF_CPP_MIN_LOG_LEVEL="3")
     if full:  # the kernel's inline backend: the pictures go into the outputs
         env.pop("MPLBACKEND", None)
@@ -61,9 +108,19 @@ def execute(path, full=False):
     if "ZOO_SOURCE" not in env:  # else the first cell installs zoo from there, as on Colab
         env["PYTHONPATH"] = ROOT
     notebook = nbformat.read(path, as_version=4)
-    client = NotebookClient(notebook, timeout=None if full else 600, kernel_name="python3",
+    if km is not None and km.has_kernel:
+        _reset(km)
+    client = NotebookClient(notebook, km=km, timeout=None if full else 600, kernel_name="python3",
                             resources={"metadata": {"path": HERE}})  # fmt: skip
-    client.execute(env=env)
+    try:
+        client.execute(env=env)  # starts km's kernel with env if it has none
+    except BaseException:
+        if km is not None:  # it may be dead or still busy with the cell: a new one for the next
+            run_sync(km.restart_kernel)(now=True)
+        raise
+    finally:
+        if km is not None and client.kc is not None:  # nbclient leaves open what it does not own
+            client.kc.stop_channels()
     return notebook
 
 

@@ -1,10 +1,14 @@
-"""The layers on Keras's JAX backend, every check in one JAX process.
+"""The layers and models on Keras's JAX backend, every check in one JAX process.
 
 Keras fixes its backend at import and the suite runs on TensorFlow, so these checks run in a
-fresh Python with KERAS_BACKEND=jax. Starting that Python (and the TensorFlow that Keras's
-serialization imports on any backend) costs several seconds, so all the checks share one
-process: `run_parts` runs each part in turn, prints ``ok <part>`` or ``FAILED <part>: <error>``
-with the traceback, and goes on; one test per part then asserts its marker.
+fresh Python with KERAS_BACKEND=jax. Starting that Python costs several seconds, so all the
+checks share one process: `run_parts` runs each part in turn, prints ``ok <part>`` or
+``FAILED <part>: <error>`` with the traceback, and goes on; one test per part then asserts its
+marker.
+
+The process imports zoo and runs the parts with TensorFlow out of reach
+(``harness.NoTensorFlow``), as on a GPU machine where it is not installed: the layers and the
+models' backbones must not need it. The parts in ``NEEDS_TENSORFLOW`` run last, with it let in.
 
 Each part starts as it would in a process of its own: the test modules' ``RNG`` generators
 are put back to their state after import, and the Keras session is cleared.
@@ -14,6 +18,7 @@ Forward passes that are compared with a reference run whole under ``jax.jit``
 
 import gc
 import itertools
+import sys
 import time
 import traceback
 
@@ -22,7 +27,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from tests.harness import jit_call, run_on_jax
+from tests.harness import NoTensorFlow, jit_call, run_on_jax
 from tests.layers import test_aft_attention as aft
 from tests.layers import test_clustered_attention as clustered
 from tests.layers import test_global_attention as global_attention
@@ -51,6 +56,7 @@ from zoo.layers import (
     crf_log_likelihood,
     crf_log_partition,
 )
+from zoo.models import TaggerHead, build_tagger, tagger_config
 
 # Every module whose `RNG` a part draws from (directly or through a shared helper).
 _MODULES_WITH_RNG = (clustered, global_attention, local, sinkhorn, stateful, strided, synthesizer)
@@ -656,6 +662,54 @@ def _stateful_attention():
     assert np.isfinite(np.asarray(grad)).all() and np.abs(np.asarray(grad)).sum() > 0
 
 
+# ---------------------------------------------------------------- the tagger
+TAGGER_SENTENCES = [["The", "cat", "sat", "."], ["A", "dog", "ran", "off", "."]]
+
+
+def _tagger_arguments():
+    """The tagger parts' arguments, made in the test's process: the ids of TAGGER_SENTENCES by
+    the Python reference, and the model sizes of their vocabulary. The vocabulary needs
+    TensorFlow, which the JAX process lets in only after the model has trained."""
+    from tests.models.tagger_reference import encode
+    from zoo.data import TaggerVocabulary
+
+    vocabulary = TaggerVocabulary.build(TAGGER_SENTENCES, min_count=1, max_word_length=8)
+    encoded = encode(vocabulary, TAGGER_SENTENCES)
+    return {
+        "encoded": {name: ids.tolist() for name, ids in encoded.items()},
+        "overrides": vocabulary.config_overrides(),
+    }
+
+
+def _tagger(encoded, overrides):
+    """The tagger builds and trains (a CRF head) without loading TensorFlow."""
+    tags = np.array([[5, 7, 15, 12, 0], [5, 7, 15, 2, 12]], "int32")
+    inputs = {name: np.array(ids, "int32") for name, ids in encoded.items()}
+    model = build_tagger(tagger_config("tiny", **overrides))
+    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=CRFLoss(), metrics=[CRFAccuracy()])
+    loss = model.fit(inputs, tags, epochs=5, verbose=0).history["loss"]
+    assert np.all(np.isfinite(loss)) and loss[-1] < loss[0], loss
+    assert model.heads == {"upos": TaggerHead(17, True)}
+    assert "tensorflow" not in sys.modules
+
+
+def _tagger_preprocessor(encoded, overrides):
+    """On JAX, the tagger's vocabulary and preprocessor (TensorFlow text ops) give the sizes
+    and the ids that the test's process gave."""
+    from zoo.data import TaggerVocabulary
+
+    # From its module: zoo.models, imported without TensorFlow, does not export it.
+    from zoo.models.tagger.preprocessor import TaggerPreprocessor
+
+    vocabulary = TaggerVocabulary.build(TAGGER_SENTENCES, min_count=1, max_word_length=8)
+    assert vocabulary.config_overrides() == overrides
+    words = [word for sentence in TAGGER_SENTENCES for word in sentence]
+    word_ids, char_ids = TaggerPreprocessor(vocabulary).encode(words)
+    assert np.asarray(word_ids).tolist() == [i for row in encoded["words"] for i in row if i]
+    assert np.asarray(char_ids).tolist() == [ids for row in encoded["chars"] for ids in row
+                                             if any(ids)]  # fmt: skip
+
+
 PARTS = {
     "local": _local,
     "strided": _strided,
@@ -677,25 +731,35 @@ PARTS = {
     "scheduled_sampling": _scheduled_sampling,
     "layer_mix": _layer_mix,
     "stateful_attention": _stateful_attention,
+    "tagger": _tagger,
+    "tagger_preprocessor": _tagger_preprocessor,
 }
+# The tagger's preprocessor, and the parts whose references live in test modules that import
+# TensorFlow. Once loaded, TensorFlow cannot be put out of reach again: these run last.
+NEEDS_TENSORFLOW = ("recomputed", "nat", "dropout", "tagger_preprocessor")
 
 
 # ---------------------------------------------------------------- the one JAX process
-def run_parts():
-    """Run every part on the JAX backend; print its marker line, and never stop at a failure."""
+def run_parts(arguments):
+    """Run every part on the JAX backend, those in NEEDS_TENSORFLOW last; print its marker
+    line, and never stop at a failure. ``arguments``: the keyword arguments of the parts that
+    take some, by name."""
     assert keras.backend.backend() == "jax", keras.backend.backend()
+    assert "tensorflow" not in sys.modules, "import this module after harness.NoTensorFlow"
     fresh = {module: module.RNG.bit_generator.state for module in _MODULES_WITH_RNG}
     # The imports leave several hundred thousand long-lived objects. Frozen, they are not
     # walked again by the collection of each part's clear_session (0.3 s each here) or by those
     # while tracing, as tests/conftest.py does for the suite.
     gc.freeze()
-    for name, part in PARTS.items():
+    for name in sorted(PARTS, key=lambda name: name in NEEDS_TENSORFLOW):
+        if name in NEEDS_TENSORFLOW:
+            sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, NoTensorFlow)]
         for module, state in fresh.items():
             module.RNG.bit_generator.state = state
         keras.backend.clear_session()
         start = time.perf_counter()
         try:
-            part()
+            PARTS[name](**arguments.get(name, {}))
         except Exception as error:
             print(f"FAILED {name}: {type(error).__name__}: {error}")
             print(traceback.format_exc())
@@ -704,9 +768,23 @@ def run_parts():
         print(f"end {name}", flush=True)
 
 
+_SCRIPT = """
+import sys
+
+from tests.harness import NoTensorFlow
+
+sys.meta_path.insert(0, NoTensorFlow())
+from tests.layers.test_layers_on_jax import run_parts
+
+run_parts({arguments!r})
+"""
+
+
 @pytest.fixture(scope="module")
 def jax_output():
-    return run_on_jax("from tests.layers.test_layers_on_jax import run_parts\nrun_parts()\n")
+    tagger = _tagger_arguments()
+    arguments = {"tagger": tagger, "tagger_preprocessor": tagger}
+    return run_on_jax(_SCRIPT.format(arguments=arguments))
 
 
 def _section(output, name):

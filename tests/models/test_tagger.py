@@ -1,17 +1,17 @@
-"""The tagger model: presets, shapes, masks, heads, the .keras round trip, training on JAX."""
+"""The tagger model: presets, shapes, masks, heads, the .keras round trip. Its training on
+JAX, without TensorFlow, is a part of the one JAX process of tests/layers/test_layers_on_jax.py."""
 
 import dataclasses
 import doctest
-import textwrap
 
 import keras
 import numpy as np
 import pytest
 
 from tests.data.test_tagger_vocabulary import SENTENCES, VOCABULARY
-from tests.harness import fit_built, load_in_fresh_process, run_on_jax
+from tests.harness import fit_built, load_in_fresh_process
 from tests.models.tagger_reference import encode
-from zoo.data import UPOS_TAGS, TaggerVocabulary
+from zoo.data import UPOS_TAGS
 from zoo.data.tagger_vocabulary import OOV_ID
 from zoo.layers import CRFAccuracy, CRFLoss
 from zoo.models import (
@@ -159,61 +159,6 @@ def test_a_few_fit_steps_lower_the_loss(use_crf):
     history = fit_built(model, inputs, encoded["upos"], batch_size=4, epochs=8, verbose=0).history
     assert history["loss"][-1] < 0.5 * history["loss"][0], history["loss"]
     assert history["accuracy"][-1] > history["accuracy"][0]
-
-
-# zoo.data (the vocabulary) loads TensorFlow, so the inputs are encoded here, and the script checks
-# them against the vocabulary's own on JAX only once the model side is done.
-JAX_SENTENCES = [["The", "cat", "sat", "."], ["A", "dog", "ran", "off", "."]]
-_JAX_SCRIPT = textwrap.dedent(
-    """
-    import sys
-
-    class NoTensorFlow:  # the model side of zoo never needs TensorFlow: as if not installed
-        def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in ("tensorflow", "tensorflow_text"):
-                raise ImportError(f"No module named {name!r}")
-
-    sys.meta_path.insert(0, NoTensorFlow())
-    import keras
-    import numpy as np
-    from zoo.layers import CRFAccuracy, CRFLoss
-    from zoo.models import TaggerHead, build_tagger, tagger_config
-
-    assert keras.backend.backend() == "jax"
-    tags = np.array([[5, 7, 15, 12, 0], [5, 7, 15, 2, 12]], "int32")
-    encoded = {name: np.array(ids, "int32") for name, ids in ENCODED.items()}
-    model = build_tagger(tagger_config("tiny", **OVERRIDES))
-    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=CRFLoss(), metrics=[CRFAccuracy()])
-    loss = model.fit(encoded, tags, epochs=5, verbose=0).history["loss"]
-    assert np.all(np.isfinite(loss)) and loss[-1] < loss[0], loss
-    assert model.heads == {"upos": TaggerHead(17, True)}
-    assert "tensorflow" not in sys.modules
-    sys.meta_path.pop(0)
-
-    from zoo.data import TaggerVocabulary  # the data side loads TensorFlow
-    from zoo.models.tagger.preprocessor import TaggerPreprocessor  # the module: TF came late
-
-    vocabulary = TaggerVocabulary.build(SENTENCES, min_count=1, max_word_length=8)
-    assert vocabulary.config_overrides() == OVERRIDES
-    words = [word for sentence in SENTENCES for word in sentence]
-    word_ids, char_ids = TaggerPreprocessor(vocabulary).encode(words)
-    assert np.asarray(word_ids).tolist() == [i for row in ENCODED["words"] for i in row if i]
-    assert np.asarray(char_ids).tolist() == [ids for row in ENCODED["chars"] for ids in row
-                                             if any(ids)]
-    print("jax ok", loss[0], loss[-1])
-    """
-)
-
-
-def test_builds_and_trains_on_the_jax_backend():
-    vocabulary = TaggerVocabulary.build(JAX_SENTENCES, min_count=1, max_word_length=8)
-    encoded = {name: ids.tolist() for name, ids in encode(vocabulary, JAX_SENTENCES).items()}
-    values = (
-        f"SENTENCES = {JAX_SENTENCES!r}\n"
-        f"ENCODED = {encoded!r}\n"
-        f"OVERRIDES = {vocabulary.config_overrides()!r}\n"
-    )
-    assert "jax ok" in run_on_jax(values + _JAX_SCRIPT)
 
 
 def test_docstring_examples_run():
