@@ -46,6 +46,7 @@ demo: $(STAMP)
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/train_step.py
 	$(BIN)/python benchmarks/decode.py
+	$(BIN)/python benchmarks/ctranslate2.py
 
 # The notebooks at tiny size, nothing written (as the suite runs them); notebooks-full runs each
 # at full size and writes its outputs and run time back (an hour or more on 2 cores).
