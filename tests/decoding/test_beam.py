@@ -142,6 +142,27 @@ def test_xla_and_a_beam_size_tensor_in_graph_mode(random_model, sources):
     np.testing.assert_array_equal(numpy(ids_1), numpy(greedy_1))
 
 
+@pytest.mark.parametrize("k, vocab", [(3, 20), (4, 5)])  # a vocabulary wider and narrower than 2K
+def test_the_two_stage_top_k_is_the_top_k_of_all_beams(k, vocab):
+    """Each beam's top 2K, then the sentence's, equals the top 2K of its K * V scores, ties
+    (integer scores) ordered alike: lower beam, then lower token. Candidates of a dead beam
+    (-inf, never kept) may come in another order."""
+    from zoo.decoding.beam import _top_candidates
+
+    rng = np.random.default_rng(0)
+    log_p = rng.integers(-4, 0, size=(2 * k, vocab)).astype("float32")
+    alive = rng.integers(-2, 0, size=(2, k)).astype("float32")
+    alive[1, 1:] = -np.inf  # a sentence with one live beam, as at the first step
+    scores, parents, tokens = (numpy(x) for x in _top_candidates(log_p, alive, 2 * k))
+    every = (log_p.reshape(2, k, vocab) + alive[:, :, None]).reshape(2, k * vocab)
+    expected, where = (numpy(x) for x in tf.math.top_k(every, 2 * k))
+    np.testing.assert_array_equal(scores, expected)
+    live = np.isfinite(expected)
+    assert (~live).any() == (vocab < 2 * k)  # sentence 1's one live beam has V < 2K candidates
+    np.testing.assert_array_equal(parents[live], (where // vocab)[live])
+    np.testing.assert_array_equal(tokens[live], (where % vocab)[live])
+
+
 def test_length_penalty_is_gnmt():
     np.testing.assert_allclose(numpy(length_penalty(7, 0.6)), (12 / 6) ** 0.6, rtol=1e-6)
     assert float(numpy(length_penalty(30, 0.0))) == 1.0

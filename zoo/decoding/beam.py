@@ -33,8 +33,9 @@ def _top_candidates(log_p, alive_log_p, count):
     """The ``count`` best continuations of each sentence's beams, best first: their scores,
     parent beams and tokens, each ``(B, count)``.
 
-    The same as the top ``count`` of all ``K * V`` scores of a sentence (ties included, lower
-    beam then lower token first), in two steps: a beam's tokens below its own ``count`` best
+    The same as the top ``count`` of all ``K * V`` scores of a sentence (finite ties included,
+    lower beam then lower token first; a dead beam's -inf candidates, never kept, may come in
+    another order), in two steps: a beam's tokens below its own ``count`` best
     cannot be among its sentence's best, so the second top-k reads ``K * count`` scores, not
     ``K * V``. The shipped translator's beam 4 at batch 64 took 6% less time on CPU
     (``benchmarks/studies/beam_profile.py`` shows where the rest goes).
