@@ -4,9 +4,11 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 # XLA compiles the decoding loops on the CPU (here and in the subprocesses, which inherit the
-# environment): LLVM's optimisation of those programs costs more than it saves at test sizes.
+# environment): LLVM's optimisation of those programs costs more than it saves at test sizes
+# (its expensive passes off: an XLA-heavy test file takes a tenth less time).
 os.environ["XLA_FLAGS"] = (
-    os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
+    os.environ.get("XLA_FLAGS", "")
+    + " --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 ).strip()
 
 # Under pytest-xdist each worker gets its share of the cores for TensorFlow's thread pools (here
@@ -17,15 +19,17 @@ if _WORKERS > 1:
     for _name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS"):
         os.environ.setdefault(_name, _THREADS)
 
-# TensorFlow and Keras leave several hundred thousand long-lived objects after import. Freezing
-# them keeps every garbage collection (the automatic ones while graphs are traced, and the
-# several that pytest runs at exit) from walking them again; it saved about a third of a short
-# training test's time here.
+# TensorFlow and Keras leave several hundred thousand long-lived objects after import: no
+# collection while they are made, and then frozen, as zoo/__init__.py does, so that no later
+# collection walks them again (the automatic ones while graphs are traced, and the several that
+# pytest runs at exit); it saved about a third of a short training test's time here.
 import gc  # noqa: E402
 
+gc.disable()
 import keras  # noqa: E402, F401
 import tensorflow  # noqa: E402, F401
 
+gc.enable()
 gc.freeze()
 
 

@@ -165,7 +165,7 @@ def test_after_the_xla_warm_up_no_request_compiles(export_dir, tmp_path):
     XLA compiles per shape beneath it)."""
     dump = tmp_path / "xla_dump"
     env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="3",
-               XLA_FLAGS=f"--xla_dump_to={dump}")  # fmt: skip
+               XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_dump_to={dump}")  # fmt: skip
     result = subprocess.run(
         [sys.executable, "-c", _COUNT_COMPILES, serving_path(str(export_dir)), str(dump)],
         capture_output=True, text=True, env=env, timeout=600,
