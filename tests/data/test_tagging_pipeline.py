@@ -5,7 +5,8 @@ import pytest
 import tensorflow as tf
 
 from zoo.data import UPOS_TAGS, Sentence, TaggerVocabulary, load_ud_english_ewt
-from zoo.data import make_tagging_dataset, split_long_sentences
+from zoo.data import DataPosition, make_tagging_dataset, skip_done
+from zoo.data import split_long_sentences
 from tests.models.tagger_reference import encode
 from zoo.models import TaggerPreprocessor
 
@@ -78,6 +79,27 @@ def test_word_dropout_replaces_words_by_oov_and_keeps_characters():
         changed += int(((w1 != w0)).sum())
         total += int((w0 > 1).sum())
     assert 0.4 < changed / total < 0.6
+
+
+def test_word_dropout_is_a_function_of_the_epoch_and_the_batch_place_alone():
+    """A resumed run builds its pipeline afresh and skips the batches done (skip_done): it
+    must drop the words the interrupted run dropped, and another epoch others."""
+    def batches(epoch, skip=0, shuffle=True):
+        position = DataPosition()
+        position.set(epoch, skip=skip)
+        ds = make_tagging_dataset(SENTENCES[:120], PREPROCESSOR, word_dropout=0.3, seed=5,
+                                  epoch=position.epoch, shuffle=shuffle)
+        return [words for words, _, _ in _epoch(skip_done(ds, position))]
+
+    first = batches(1)
+    assert len(first) > 3
+    for a, b in zip(batches(1, skip=2), first[2:], strict=True):  # resumed at batch 2
+        np.testing.assert_array_equal(a, b)
+    # In one order, each epoch drops other words.
+    one, two = batches(1, shuffle=False), batches(2, shuffle=False)
+    for a, b in zip(one, two, strict=True):
+        np.testing.assert_array_equal(a == 0, b == 0)
+    assert sum(int(((a == 1) != (b == 1)).sum()) for a, b in zip(one, two)) > 20
 
 
 def test_xpos_labels_and_long_sentences_split_without_loss():

@@ -221,7 +221,7 @@ class _Reversal:
     def __init__(self, max_length, target_limit):
         self.max_length, self.target_limit = max_length, target_limit
 
-    def example(self, source, target):
+    def example(self, source, target, seed=None):  # it draws nothing
         target = target[: self.target_limit]
         return {"source": source[: self.max_length]}, {
             "tokens": tf.reverse(target, [0]), "count": tf.shape(target)[0]}
@@ -257,6 +257,30 @@ def test_autotuning_is_off(pairs, tokenizer):
     """Its thread made freeing each iterator wait, up to 49 s here (``prefetched``)."""
     ds = make_translation_dataset(pairs, tokenizer, batch_tokens=512, max_length=64)
     assert ds.options().autotune.enabled is False
+
+
+def test_an_objectives_draws_are_a_function_of_the_epoch_and_the_pairs_place_alone(
+        pairs, tokenizer):
+    """The NAT's masks (CMLM): a resumed run builds its pipeline afresh and skips the batches
+    done; it must mask what the interrupted run masked, and another epoch other positions."""
+    from zoo.models.nat.objectives import CMLMObjective
+
+    def batches(epoch, skip=0, shuffle=True):
+        position = DataPosition()
+        position.set(epoch, skip=skip)
+        ds = make_translation_dataset(pairs[:200], tokenizer, batch_tokens=256, max_length=32,
+                                      seed=3, epoch=position.epoch, shuffle=shuffle,
+                                      objective=CMLMObjective(32, EOS_ID, max_offset=8))
+        return [features["target_in"].numpy() for features, _ in skip_done(ds, position)]
+
+    first = batches(1)
+    assert len(first) > 3
+    for a, b in zip(batches(1, skip=2), first[2:], strict=True):  # resumed at batch 2
+        np.testing.assert_array_equal(a, b)
+    one, two = batches(1, shuffle=False), batches(2, shuffle=False)  # in one order
+    for a, b in zip(one, two, strict=True):
+        np.testing.assert_array_equal(a == 0, b == 0)
+    assert sum(int(((a == 1) != (b == 1)).sum()) for a, b in zip(one, two)) > 20
 
 
 def test_skipping_done_batches_keeps_the_options_and_skips(pairs, tokenizer):

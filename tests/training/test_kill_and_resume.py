@@ -1,10 +1,11 @@
-"""A tiny training run killed with SIGKILL at a random step, then run again with the same
-command: it finishes with the weights of a run that was never killed, on pairs held in memory
-and on a corpus streamed from gzipped shards."""
+"""A training run stopped at a random batch, then run again with the same command, finishes with
+the weights of a run that was never stopped: for every model, with its random draws on (dropout,
+the tagger's word dropout, the NAT's masks). Once with a real SIGKILL, on a corpus streamed
+from gzipped shards; else the workdir as a kill at that batch would leave it, copied during the
+run that is never stopped (what is on disk is all a kill leaves)."""
 
 import dataclasses
 import gzip
-
 import json
 import os
 import random
@@ -19,21 +20,20 @@ import pytest
 
 from tests.harness import REPO_ROOT
 from zoo.artifacts import BACKUP_DIR, SENTENCEPIECE_FILE
-from zoo.data import ParallelCorpus, load_multi30k
-from zoo.tasks.translation.config import get_config
+from zoo.data import ParallelCorpus, load_multi30k, load_ud_english_ewt
 from zoo.tasks import get_task
 from zoo.training import train
 
 PAIRS = load_multi30k("train")[:300]
 VAL = load_multi30k("val")[:16]
-TRANSLATOR = get_task("translator")
-# No dropout: its random masks are the one state a backup does not hold.
-CONFIG = get_config("tiny", vocab_size=400, epochs=2, batch_tokens=512, max_length=24,
-                    dropout=0.0, attention_dropout=0.0, activation_dropout=0.0)  # fmt: skip
 BACKUP_EVERY = 3
-
-
 KILLED_AT_FILE = "killed_at_step"
+
+
+def translator_config(dropout=0.0):
+    return get_task("translator").get_config(
+        "tiny", vocab_size=400, epochs=2, batch_tokens=512, max_length=24, dropout=dropout,
+        attention_dropout=dropout, activation_dropout=dropout)  # fmt: skip
 
 
 class KillAtBatch(keras.callbacks.Callback):
@@ -69,27 +69,21 @@ def write_shards(folder, shards=3):
 
 def run(workdir, kill_at=None, corpus=None):
     """The same command every time (and, with ``kill_at``, the kill); the model and the
-    number of batches trained on. With ``corpus`` (a folder of :func:`write_shards`), the
-    pairs are streamed from its files in pieces of 40 lines (shuffle windows of 40)."""
+    number of batches trained on. The pairs are streamed from ``corpus``'s files (a folder of
+    :func:`write_shards`) in pieces of 40 lines (shuffle windows of 40)."""
     keras.utils.set_random_seed(0)
     counter = KillAtBatch(workdir, kill_at)
-    config, data = CONFIG, PAIRS
-    if corpus:
-        config = dataclasses.replace(CONFIG, shuffle_buffer=40)
-        data = ParallelCorpus([(f"{corpus}/train.*.en.gz", f"{corpus}/train.*.de.gz")])
-    model, _, _ = train(TRANSLATOR, config, workdir, train_data=data, validation_data=VAL,
-                        bleu_sample_size=0, verbose=0, backup_every=BACKUP_EVERY,
-                        callbacks=[counter])  # fmt: skip
+    config = dataclasses.replace(translator_config(), shuffle_buffer=40)
+    data = ParallelCorpus([(f"{corpus}/train.*.en.gz", f"{corpus}/train.*.de.gz")])
+    model, _, _ = train(get_task("translator"), config, workdir, train_data=data,
+                        validation_data=VAL, bleu_sample_size=0, verbose=0,
+                        backup_every=BACKUP_EVERY, callbacks=[counter])  # fmt: skip
     return model, counter.seen
 
 
-@pytest.mark.parametrize("streamed", [False, True], ids=["in_memory", "streamed"])
-def test_a_run_killed_at_a_random_step_resumes_to_the_weights_of_one_never_killed(tmp_path,
-                                                                                  streamed):
-    corpus = None
-    if streamed:
-        corpus = str(tmp_path / "corpus")
-        write_shards(corpus)
+def test_a_run_killed_at_a_random_step_resumes_to_the_weights_of_one_never_killed(tmp_path):
+    corpus = str(tmp_path / "corpus")
+    write_shards(corpus)
     never, batches = run(str(tmp_path / "never"), corpus=corpus)
     kill_at = random.Random().randint(BACKUP_EVERY, batches - 1)  # after the first backup
     killed = tmp_path / "killed"
@@ -109,4 +103,65 @@ def test_a_run_killed_at_a_random_step_resumes_to_the_weights_of_one_never_kille
     resumed, _ = run(str(killed), corpus=corpus)
     assert int(resumed.optimizer.iterations) == int(never.optimizer.iterations), kill_at
     for expected, got in zip(never.get_weights(), resumed.get_weights()):
-        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5, err_msg=f"killed at {kill_at}")
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5,
+                                   err_msg=f"killed at {kill_at}")
+
+
+# ---------------------------------------------------------------- every model, draws on
+class CopyAtEachBatch(keras.callbacks.Callback):
+    """After each training batch (and after the backup's callback, which runs first), copy
+    the workdir to ``copies/<batch>``: what a kill right then would leave on disk."""
+
+    def __init__(self, workdir, copies):
+        super().__init__()
+        self.workdir, self.copies, self.seen = workdir, copies, 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.seen += 1
+        shutil.copytree(self.workdir, os.path.join(self.copies, str(self.seen)))
+
+
+def _tagger():
+    sentences = load_ud_english_ewt("dev")[:120]
+    config = get_task("tagger").get_config("tiny", epochs=2, warmup_steps=1, dropout=0.1,
+                                           attention_dropout=0.1, word_dropout=0.25)  # fmt: skip
+    return "tagger", config, sentences[:100], sentences[100:]
+
+
+def _nat():
+    config = get_task("nat").get_config("tiny", vocab_size=400, epochs=2, batch_tokens=512,
+                                        max_length=24, dropout=0.1, attention_dropout=0.1,
+                                        activation_dropout=0.1)  # and the CMLM masks
+    return "nat", config, PAIRS[:200], VAL
+
+
+def _translator():  # in memory, with dropout
+    return "translator", translator_config(dropout=0.1), PAIRS[:200], VAL
+
+
+@pytest.mark.parametrize("make", [_translator, _tagger, _nat], ids=["translator", "tagger", "nat"])
+def test_a_run_stopped_at_a_random_batch_resumes_to_the_weights_of_one_never_stopped(
+        tmp_path, make):
+    name, config, data, validation = make()
+    assert getattr(config, "dropout", 0) > 0
+    task, never = get_task(name), tmp_path / "never"
+    options = {"bleu_sample_size": 0} if name != "tagger" else {}
+
+    def fit(workdir, callbacks=()):
+        keras.utils.set_random_seed(0)
+        model, _, _ = train(task, config, str(workdir), train_data=data,
+                            validation_data=validation, verbose=0, backup_every=BACKUP_EVERY,
+                            callbacks=list(callbacks), **options)  # fmt: skip
+        return model
+
+    copier = CopyAtEachBatch(never, tmp_path / "copies")
+    expected = fit(never, [copier])
+    stop_at = random.Random().randint(BACKUP_EVERY, copier.seen - 1)  # after the first backup
+    with open(tmp_path / "copies" / str(stop_at) / BACKUP_DIR / "training_metadata.json") as f:
+        backup = json.load(f)
+    assert backup["seeds"], backup  # the states of the model's random seeds
+    resumed = fit(tmp_path / "copies" / str(stop_at))
+    assert int(resumed.optimizer.iterations) == int(expected.optimizer.iterations), stop_at
+    for want, got in zip(expected.get_weights(), resumed.get_weights()):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5,
+                                   err_msg=f"stopped at {stop_at}")

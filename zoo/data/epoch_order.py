@@ -5,7 +5,15 @@ import typing
 
 import tensorflow as tf
 
-__all__ = ["DataCounts", "DataPart", "DataPosition", "epoch_shuffled", "per_pass", "skip_done"]
+__all__ = [
+    "DataCounts",
+    "DataPart",
+    "DataPosition",
+    "draw_seed",
+    "epoch_shuffled",
+    "per_pass",
+    "skip_done",
+]
 
 
 class DataPart(typing.NamedTuple):
@@ -75,21 +83,35 @@ class DataCounts:
                 f"examples skipped ({100 * total / max(read, 1):.2f}%: {reasons})")  # fmt: skip
 
 
-def per_pass(variable, make):
-    """``make(value)`` with ``variable``'s value read as each pass begins."""
+def per_pass(epoch, make):
+    """``make(value)``: with a ``tf.Variable``, its value read as each pass begins; with a
+    value (an int64 scalar: inside a pass already), that value."""
+    if not isinstance(epoch, tf.Variable):
+        return make(tf.convert_to_tensor(epoch, tf.int64))
     start = tf.data.Dataset.from_tensors(tf.constant(0, tf.int64))
-    return start.map(lambda _: variable.read_value()).flat_map(make)
+    return start.map(lambda _: epoch.read_value()).flat_map(make)
+
+
+def draw_seed(seed, epoch, *places):
+    """The seed (shape (2,)) of a stateless random op in a pipeline: a function of the run's
+    ``seed``, the ``epoch`` and the draw's place (the worker's part, the example's or batch's
+    index in the epoch) alone, so that a resumed run draws what the interrupted one drew where
+    a stateful op would start over."""
+    drawn = tf.stack([tf.constant(seed or 0, tf.int64), tf.cast(epoch, tf.int64)])
+    for place in places:
+        drawn = tf.random.experimental.stateless_fold_in(drawn, tf.cast(place, tf.int64))
+    return drawn
 
 
 def epoch_shuffled(tensors, seed, epoch=None):
     """A ``tf.data.Dataset`` of the slices of ``tensors`` (equal-length tensors, or a tuple
     of them), in a new order each epoch.
 
-    With ``epoch`` (an int64 ``tf.Variable``, :attr:`DataPosition.epoch`), the order is a
-    function of ``seed`` and the epoch alone (a stateless permutation,
-    ``tf.random.experimental.index_shuffle``), so a run resumed in a fresh process sees each
-    epoch in the order the interrupted run saw it. Without it, ``Dataset.shuffle`` reshuffles
-    on every pass, which a fresh process starts over.
+    With ``epoch`` (an int64 ``tf.Variable``, :attr:`DataPosition.epoch`, or its value read
+    by :func:`per_pass`), the order is a function of ``seed`` and the epoch alone (a
+    stateless permutation, ``tf.random.experimental.index_shuffle``), so a run resumed in a
+    fresh process sees each epoch in the order the interrupted run saw it. Without it,
+    ``Dataset.shuffle`` reshuffles on every pass, which a fresh process starts over.
     """
     size = len(tf.nest.flatten(tensors)[0])
     if epoch is None or size == 0:

@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from zoo.data.epoch_order import epoch_shuffled
+from zoo.data.epoch_order import draw_seed, epoch_shuffled, per_pass
 from zoo.data.tagger_vocabulary import OOV_ID, PAD_ID
 from zoo.data.translation_pipeline import bucket_spec, equal_shares, prefetched
 
@@ -120,7 +120,8 @@ def make_tagging_dataset(
         epoch: :class:`zoo.data.DataPosition`'s ``epoch`` variable: each epoch's order is then
             a function of ``seed`` and the epoch alone.
         word_dropout: the probability of replacing each real word id by the OOV id (1), the
-            characters kept; 0 for evaluation data.
+            characters kept; 0 for evaluation data. Drawn from ``seed``, the epoch and the
+            batch's place alone, so that a resumed run drops the words the interrupted one did.
         xpos: the same as ``heads=("upos", "xpos")``; the vocabulary must have XPOS tags.
         heads: the heads to label, ``"upos"`` first (a tagger's ``config.heads``): ids index
             ``vocabulary.classes(head)``; the lemma's label is its edit script.
@@ -189,31 +190,39 @@ def make_tagging_dataset(
         labels = {head: piece[head] for head in heads} if several else piece["upos"]
         return features, labels
 
-    if shuffle:
-        ds = epoch_shuffled((starts, lengths), seed, epoch)
-    else:
-        ds = tf.data.Dataset.from_tensor_slices((starts, lengths))
-    if part is not None:  # every part draws the same order and keeps its every count-th
-        ds = ds.shard(part[1], part[0])
-    ds = ds.map(sentence, num_parallel_calls=tf.data.AUTOTUNE)
     label_shapes = {head: [None] for head in heads} if several else [None]
     label_padding = {head: PAD_ID for head in heads} if several else PAD_ID
-    ds = ds.bucket_by_sequence_length(
-        element_length_func=lambda features, _: tf.shape(features["words"])[0],
-        bucket_boundaries=[u + 1 for u in upper],
-        bucket_batch_sizes=batch_sizes + [1],  # the last bucket (> max_length) stays empty
-        padded_shapes=({"words": [None], "chars": [None, vocabulary.max_word_length]}, label_shapes),
-        padding_values=({"words": PAD_ID, "chars": PAD_ID}, label_padding),
-        pad_to_bucket_boundary=pad_to_bucket,
-    )
-    if word_dropout:
 
-        def drop_words(features, labels):
+    def one_pass(value):  # value: the epoch, read as the pass begins (None: no epoch given)
+        if shuffle:
+            ds = epoch_shuffled((starts, lengths), seed, value)
+        else:
+            ds = tf.data.Dataset.from_tensor_slices((starts, lengths))
+        if part is not None:  # every part draws the same order and keeps its every count-th
+            ds = ds.shard(part[1], part[0])
+        ds = ds.map(sentence, num_parallel_calls=tf.data.AUTOTUNE)
+        ds = ds.bucket_by_sequence_length(
+            element_length_func=lambda features, _: tf.shape(features["words"])[0],
+            bucket_boundaries=[u + 1 for u in upper],
+            bucket_batch_sizes=batch_sizes + [1],  # the last bucket (> max_length) stays empty
+            padded_shapes=({"words": [None], "chars": [None, vocabulary.max_word_length]},
+                           label_shapes),  # fmt: skip
+            padding_values=({"words": PAD_ID, "chars": PAD_ID}, label_padding),
+            pad_to_bucket_boundary=pad_to_bucket,
+        )
+        if not word_dropout:
+            return ds
+
+        def drop_words(index, batch):  # drawn from the epoch and the batch's place alone
+            features, labels = batch
             words = features["words"]
-            drop = tf.random.uniform(tf.shape(words), seed=seed) < word_dropout
+            where = draw_seed(seed, 0 if value is None else value, part_index, index)
+            drop = tf.random.stateless_uniform(tf.shape(words), where) < word_dropout
             drop = tf.logical_and(drop, words != PAD_ID)  # padding stays padding
-            features = dict(features, words=tf.where(drop, OOV_ID, words))
-            return features, labels
+            return dict(features, words=tf.where(drop, OOV_ID, words)), labels
 
-        ds = ds.map(drop_words, num_parallel_calls=tf.data.AUTOTUNE)
+        return ds.enumerate().map(drop_words, num_parallel_calls=tf.data.AUTOTUNE)
+
+    part_index = 0 if part is None else part[0]
+    ds = one_pass(None) if epoch is None else per_pass(epoch, one_pass)
     return prefetched(equal_shares(ds, batch_multiple))

@@ -8,7 +8,7 @@ whatever examples another objective (masked targets, CTC targets) makes of each 
 
 import tensorflow as tf
 
-from zoo.data.epoch_order import epoch_shuffled
+from zoo.data.epoch_order import draw_seed, epoch_shuffled, per_pass
 from zoo.data.parallel_corpus import SHUFFLE_BUFFER, ParallelCorpus
 from zoo.data.sentencepiece_vocab import PAD_ID
 
@@ -85,10 +85,12 @@ class TeacherForcing:
     """Teacher forcing (:func:`teacher_forcing`) as the objective of the pipeline: its default.
 
     An objective is what :func:`make_translation_dataset` makes of the ids of each pair: an
-    object with ``example(source, target)``, ``(S,)`` and ``(T,)`` int32 ids -> ``(features,
-    labels)``, nests of int32 tensors (sequences 1-D, padded with :data:`~zoo.data.PAD_ID`, or
-    scalars), none longer than ``max_length``; and ``target_limit``, the most target ids an
-    example keeps (a longer target is cut, or with ``long_pairs="skip"`` its pair skipped).
+    object with ``example(source, target, seed=None)``, ``(S,)`` and ``(T,)`` int32 ids ->
+    ``(features, labels)``, nests of int32 tensors (sequences 1-D, padded with
+    :data:`~zoo.data.PAD_ID`, or scalars), none longer than ``max_length``; and
+    ``target_limit``, the most target ids an example keeps (a longer target is cut, or with
+    ``long_pairs="skip"`` its pair skipped). ``seed`` (shape (2,)) is the seed of whatever the
+    example draws, with stateless ops: a function of the epoch and the pair's place alone.
 
     Args:
         max_length: the most source ids, and target ids with BOS or EOS.
@@ -106,8 +108,9 @@ class TeacherForcing:
         self.max_length, self.bos_id, self.eos_id = max_length, bos_id, eos_id
         self.target_limit = max_length - 1  # room for the BOS or the EOS
 
-    def example(self, source, target):
-        """``({"source", "target_in": [BOS] + target}, target + [EOS])``, cut to fit."""
+    def example(self, source, target, seed=None):
+        """``({"source", "target_in": [BOS] + target}, target + [EOS])``, cut to fit; it draws
+        nothing (``seed`` unused)."""
         return teacher_forcing(source, target, self.max_length, self.max_length, self.bos_id,
                                self.eos_id)  # fmt: skip
 
@@ -150,7 +153,7 @@ def make_translation_dataset(
         shuffle: shuffle the pairs before bucketing, anew each epoch.
         shuffle_buffer: by default all the pairs of a sequence, or a corpus's
             :data:`~zoo.data.parallel_corpus.SHUFFLE_BUFFER`.
-        seed: the shuffle seed.
+        seed: the seed of the shuffle and of the objective's draws.
         epoch: :class:`zoo.data.DataPosition`'s ``epoch`` variable: each epoch's order is then a
             function of ``seed`` and the epoch alone, as a run resumed mid-epoch needs.
         pad_to_bucket: pad every batch to its bucket's upper bound (fewer shapes, fewer XLA
@@ -200,7 +203,6 @@ def make_translation_dataset(
             f"The tokenizer needs BOS and EOS ids, got bos_id={bos_id}, eos_id={eos_id}."
         )
 
-    ds = _pair_lines(pairs, shuffle, shuffle_buffer, seed, epoch, part)
     if objective is None:
         objective = TeacherForcing(max_length, bos_id, eos_id)
     if objective.max_length != max_length:
@@ -209,29 +211,41 @@ def make_translation_dataset(
     if long_pairs not in ("truncate", "skip"):
         raise ValueError(f"long_pairs must be 'truncate' or 'skip', got {long_pairs!r}.")
     target_limit = objective.target_limit
+    part_index = 0 if part is None else part[0]
 
-    def tokenize(src, tgt):  # (C,) strings -> (C, None) ids
-        return tokenizer.tokenize(src), tokenizer.tokenize(tgt)
+    def tokenize(places, src, tgt):  # (C,) strings -> (C, None) ids
+        return places, tokenizer.tokenize(src), tokenizer.tokenize(tgt)
+
+    def fits(place, src, tgt):  # what "skip" keeps: within the limits (the objective may cut)
+        return tf.logical_and(tf.shape(src)[0] <= max_length, tf.shape(tgt)[0] <= target_limit)
+
+    def kept(lines, counts):  # the non-empty pairs' ids and places; with "skip", those that fit
+        places = lines.enumerate().map(lambda place, pair: (place, *pair))  # in the epoch
+        ds = _without_empty_pairs(places, counts)
+        ds = ds.batch(_TOKENIZE_CHUNK).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE)
+        ds = ds.unbatch()
+        if long_pairs == "skip":
+            ds = ds.filter(fits if counts is None else
+                           lambda *pair: counts.counted(fits(*pair), "too_long"))  # fmt: skip
+        return ds
+
+    # The look for a pair left counts nothing: the counts are of what training reads.
+    lines = _pair_lines(pairs, shuffle, shuffle_buffer, seed, epoch, part)
+    _require_a_pair(kept(lines, None), pairs, long_pairs, max_length, target_limit)
+
+    def one_pass(value):  # value: the epoch, read as the pass begins (None: no epoch given)
+        def example(place, src, tgt):  # its draws a function of the epoch and its place alone
+            where = draw_seed(seed, 0 if value is None else value, part_index, place)
+            return objective.example(src, tgt, where)
+
+        lines = _pair_lines(pairs, shuffle, shuffle_buffer, seed, value, part)
+        return kept(lines, counts).map(example, num_parallel_calls=tf.data.AUTOTUNE)
 
     def length(features, labels):  # the example's longest sequence
         sequences = [t for t in tf.nest.flatten((features, labels)) if t.shape.rank == 1]
         return tf.reduce_max([tf.shape(t)[0] for t in sequences])
 
-    def fits(src, tgt):  # what "skip" keeps: within the limits (the objective may cut a source)
-        return tf.logical_and(tf.shape(src)[0] <= max_length, tf.shape(tgt)[0] <= target_limit)
-
-    def kept(lines, counts):  # the non-empty pairs' ids; with "skip", those within the limits
-        ds = _without_empty_pairs(lines, counts)
-        ds = ds.batch(_TOKENIZE_CHUNK).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE)
-        ds = ds.unbatch()
-        if long_pairs == "skip":
-            ds = ds.filter(fits if counts is None else
-                           lambda s, t: counts.counted(fits(s, t), "too_long"))  # fmt: skip
-        return ds
-
-    # The look for a pair left counts nothing: the counts are of what training reads.
-    _require_a_pair(kept(ds, None), pairs, long_pairs, max_length, target_limit)
-    ds = kept(ds, counts).map(objective.example, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = one_pass(None) if epoch is None else per_pass(epoch, one_pass)
     # Every sequence is padded with PAD_ID, to its batch's longest (or its bucket's bound).
     padding = tf.nest.map_structure(lambda spec: tf.constant(PAD_ID, spec.dtype), ds.element_spec)
     # Bucket i takes lengths in (upper[i-1], upper[i]]; the extra last bucket (> max_length) stays
@@ -299,9 +313,10 @@ def _pair_lines(pairs, shuffle, shuffle_buffer, seed, epoch, part=None):
 
 
 def _without_empty_pairs(ds, counts):
-    """``ds`` without the pairs of which a side is empty or whitespace (counted)."""
+    """``ds`` (``(place, source, target)``) without the pairs of which a side is empty or
+    whitespace (counted)."""
 
-    def keep(src, tgt):
+    def keep(place, src, tgt):
         full = tf.logical_and(tf.strings.length(tf.strings.strip(src)) > 0,
                               tf.strings.length(tf.strings.strip(tgt)) > 0)  # fmt: skip
         if counts is None:

@@ -150,8 +150,10 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
     """``BackupAndRestore`` at step granularity, with the data position.
 
     The backup (the weights and the optimizer's state, whose step count drives the learning
-    rate) is written every ``save_every`` steps and at every epoch's end, with the epoch and
-    the batches of it done. A rerun restores all three: ``fit`` starts at that epoch, and
+    rate) is written every ``save_every`` steps and at every epoch's end, with the epoch, the
+    batches of it done and the state of the model's random seeds (dropout's and the like,
+    which ``save_weights`` leaves out: a rerun draws the masks the interrupted run would
+    have). A rerun restores all three: ``fit`` starts at that epoch, and
     ``position`` (the :class:`zoo.data.DataPosition` the pipeline reads) replays the
     interrupted order and skips the batches done; Keras's own class would start the epoch
     over. Each write keeps the one before (``double_checkpoint``) against a kill mid-write.
@@ -205,6 +207,8 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
             self.model._initial_epoch = state["epoch"]
         if state:
             self._epoch, self._done = state["epoch"], state.get("batches", 0)
+            for variable, value in zip(self._seeds(), state.get("seeds", [])):
+                variable.assign(np.asarray(value, dtype=variable.dtype))
         self._set_position(self._epoch, self._done)
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -231,6 +235,11 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
     def _step(self):
         return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
 
+    def _seeds(self):
+        """The states of the model's ``SeedGenerator`` (its variables that are no weights)."""
+        weights = {id(v) for v in self.model.weights}
+        return [v for v in self.model.variables if id(v) not in weights]
+
     @staticmethod
     def _read(path):
         if not os.path.exists(path):
@@ -246,5 +255,6 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
                 shutil.copyfile(path, previous)
         self.model.save_weights(self._weights_path, overwrite=True)
         # The optimizer's step names the weights this position belongs to.
-        state = {"epoch": self._epoch, "batches": self._done, "step": self._step()}
+        state = {"epoch": self._epoch, "batches": self._done, "step": self._step(),
+                 "seeds": [keras.ops.convert_to_numpy(v).tolist() for v in self._seeds()]}
         write_text_atomically(self._training_metadata_path, json.dumps(state))

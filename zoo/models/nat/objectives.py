@@ -20,7 +20,9 @@ class CMLMObjective:
 
     The target is ``target + [EOS]`` (at most ``max_length``). Each time an example is read, a
     number ``n`` uniform in ``1..T`` is drawn and ``n`` positions chosen at random are replaced
-    by ``mask_id`` in ``target_in``. The labels are ``{"tokens": the target at the masked
+    by ``mask_id`` in ``target_in``: stateless draws from the ``seed`` that the pipeline gives
+    (a function of the epoch and the pair's place), so that a resumed run masks as the
+    interrupted one did. The labels are ``{"tokens": the target at the masked
     positions, 0 elsewhere, "length": the class of the offset T - len(source)}``, the offset
     clipped to ``[-max_offset, max_offset]`` and shifted by ``max_offset``
     (:meth:`~zoo.layers.LengthPredictor.offset_class`).
@@ -62,8 +64,11 @@ class CMLMObjective:
         self.mask_all, self.gold_input = mask_all, gold_input
         self.target_limit = max_length - 1  # room for the EOS
 
-    def example(self, source, target):
-        """``(S,)``, ``(T - 1,)`` ids -> ``({"source", "target_in"}, {"tokens", "length"})``."""
+    def example(self, source, target, seed=None):
+        """``(S,)``, ``(T - 1,)`` ids -> ``({"source", "target_in"}, {"tokens", "length"})``;
+        ``seed`` (shape (2,); None: zeros) draws the masks."""
+        seed = tf.zeros([2], tf.int64) if seed is None else seed
+        count_seed, order_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
         max_length, max_offset = self.max_length, self.max_offset
         source = source[:max_length]
         if self.length_mode == "max":  # the width of zoo.models.nat.widest_lengths, in tf
@@ -79,8 +84,9 @@ class CMLMObjective:
         elif self.gold_input:
             count = 0
         else:
-            count = tf.random.uniform([], 1, width + 1, dtype=tf.int32)  # masks, uniform in 1..W
-        rank = tf.argsort(tf.argsort(tf.random.uniform([width])))  # a random permutation
+            count = tf.random.stateless_uniform(  # masks, uniform in 1..W
+                [], count_seed, 1, width + 1, dtype=tf.int32)
+        rank = tf.argsort(tf.argsort(tf.random.stateless_uniform([width], order_seed)))
         masked = rank < count
         offset = tf.clip_by_value(length - tf.shape(source)[0], -max_offset, max_offset)
         features = {"source": source, "target_in": tf.where(masked, self.mask_id, target)}
@@ -115,8 +121,9 @@ class CTCObjective:
                                   else min(max_source_length, max_length))  # fmt: skip
         self.target_limit = max_length  # no BOS, no EOS
 
-    def example(self, source, target):
-        """``(S,)``, ``(T,)`` ids -> ``({"source"[, "target_in"]}, {"tokens"})``."""
+    def example(self, source, target, seed=None):
+        """``(S,)``, ``(T,)`` ids -> ``({"source"[, "target_in"]}, {"tokens"})``; it draws
+        nothing (``seed`` unused)."""
         features = {"source": source[: self.max_source_length]}
         if self.gold_input:
             features["target_in"] = target[: self.max_length]
