@@ -230,7 +230,10 @@ def make_translation_dataset(
         return ds
 
     # The look for a pair left counts nothing: the counts are of what training reads.
-    lines = _pair_lines(pairs, shuffle, shuffle_buffer, seed, epoch, part)
+    # In-memory pairs become tensors once, here: made inside a pass's traced function, they
+    # would be a constant copied into it.
+    texts = pairs if isinstance(pairs, ParallelCorpus) else _pair_tensors(pairs)
+    lines = _pair_lines(texts, shuffle, shuffle_buffer, seed, epoch, part)
     _require_a_pair(kept(lines, None), pairs, long_pairs, max_length, target_limit)
 
     def one_pass(value):  # value: the epoch, read as the pass begins (None: no epoch given)
@@ -238,7 +241,7 @@ def make_translation_dataset(
             where = draw_seed(seed, 0 if value is None else value, part_index, place)
             return objective.example(src, tgt, where)
 
-        lines = _pair_lines(pairs, shuffle, shuffle_buffer, seed, value, part)
+        lines = _pair_lines(texts, shuffle, shuffle_buffer, seed, value, part)
         return kept(lines, counts).map(example, num_parallel_calls=tf.data.AUTOTUNE)
 
     def length(features, labels):  # the example's longest sequence
@@ -294,18 +297,16 @@ def prefetched(ds):
 
 def _pair_lines(pairs, shuffle, shuffle_buffer, seed, epoch, part=None):
     """The ``(source, target)`` strings of an epoch (of its ``part``): a corpus's streamed
-    from its files, a sequence's from memory."""
+    from its files, or in-memory pairs' (``pairs``: :func:`_pair_tensors`)."""
     if part is not None and shuffle and seed is None:
         raise ValueError("A part of an epoch needs a seed: every part must draw one order.")
     if isinstance(pairs, ParallelCorpus):
         return pairs.lines(seed=seed, epoch=epoch, shuffle=shuffle,
                            shuffle_buffer=shuffle_buffer or SHUFFLE_BUFFER, part=part)  # fmt: skip
-    sources, targets = _split_pairs(pairs)
-    tensors = (tf.constant(sources, tf.string), tf.constant(targets, tf.string))
     if shuffle and shuffle_buffer is None:
-        ds = epoch_shuffled(tensors, seed, epoch)
+        ds = epoch_shuffled(pairs, seed, epoch)
     else:
-        ds = tf.data.Dataset.from_tensor_slices(tensors)
+        ds = tf.data.Dataset.from_tensor_slices(pairs)
         if shuffle:
             ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     # Every part draws the same order (the seed's), and keeps its every count-th pair.
@@ -336,6 +337,12 @@ def _require_a_pair(ds, pairs, long_pairs, max_length, target_limit):
               "tokens: --max-length)" if long_pairs == "skip" else "")  # fmt: skip
     raise ValueError(f"{what}: no pair is left to train on; none is non-empty on both "
                      f"sides{limits}")
+
+
+def _pair_tensors(pairs):
+    """Check ``pairs``: two string tensors, the sources and the targets."""
+    sources, targets = _split_pairs(pairs)
+    return tf.constant(sources, tf.string), tf.constant(targets, tf.string)
 
 
 def _split_pairs(pairs):
