@@ -82,12 +82,11 @@ def test_counts_a_model_cannot_use_are_refused(option_model, tokenizer):
                 translate(option_model, tokenizer, SENTENCES, method="mask_predict", **{name: 2})
 
 
-def test_each_kind_of_model_refuses_the_others_methods(model, tokenizer):
+def test_each_kind_of_model_refuses_the_others_methods(model, tokenizer, teacher):
     with pytest.raises(ValueError, match="Method 'beam' does not decode a model named 'nat'"):
         translate(model, tokenizer, SENTENCES, method="beam")
-    translator = build_translator(translator_config("tiny", vocab_size=VOCAB_SIZE))
     with pytest.raises(ValueError, match="'mask_predict' does not decode a model named"):
-        translate(translator, tokenizer, SENTENCES, method="mask_predict")
+        translate(teacher, tokenizer, SENTENCES, method="mask_predict")  # a translator
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,10 @@
-"""The NAT's CTC decoder end to end: it trains through the one train(), decodes in one pass (the
-best alignment, collapsed) as the hand-written composition does, and serves the same outputs."""
+"""The NAT's CTC decoder end to end: it trains through the one train() (with glancing: one run
+for both), decodes in one pass (the best alignment, collapsed) as the hand-written composition
+does, and serves the same outputs; without glancing, its training steps alone."""
 
+import dataclasses
+
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -17,26 +21,24 @@ SENTENCES = ["A dog runs.", "Two men are talking in the street.", "", "Red car."
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    model, history, tokenizer, workdir, _ = train_tiny_nat(
-        tmp_path_factory, "ctc", seed=7, decoder="ctc", ctc_upsample=3
-    )
-    return model, history, tokenizer, workdir
+    # Glancing changes what training reads, not the CTC loss, the search or the export: one
+    # run tests both (a training of a CTC decoder without it: the last test).
+    return train_tiny_nat(tmp_path_factory, "ctc", seed=7, sentences=400, decoder="ctc",
+                          ctc_upsample=3, glancing_ratio=0.5, glancing_ratio_end=0.3,
+                          glancing_anneal_steps=10)  # fmt: skip
 
 
 def test_it_trains_on_the_ctc_loss(trained):
-    model, history, _, _ = trained
+    model, history, _, _, _ = trained
     losses = history.history["loss"]
     assert len(losses) == 2 and losses[1] < losses[0] and np.isfinite(losses).all()
-    assert "val_bleu" in history.history
+    assert "val_bleu" in history.history  # validation decodes in one pass
     assert nat_modes(model).ctc_upsample == 3 and nat_source_positions(model) == 16
-    assert set(model.input) == {"source"} and set(model.output) == {"tokens"}
+    assert set(model.output) == {"tokens"}
 
 
 def test_the_one_pass_is_the_collapsed_best_alignment(trained):
-    model, _, tokenizer, _ = trained
-    source = tf.constant([[5, 6, 7, 8], [9, 10, 0, 0]], tf.int32)
-    whole = model({"source": source}, training=False)["tokens"]
-    np.testing.assert_allclose(ctc_logits(model, source), whole, atol=1e-5)
+    model, _, tokenizer, _, _ = trained
     ids = tokenizer.tokenize(tf.constant(SENTENCES)).to_tensor()[:, :nat_source_positions(model)]
     by_hand = []
     for row, tokens in zip(ctc_greedy(ctc_logits(model, ids), MASK_ID).numpy(), ids.numpy()):
@@ -51,23 +53,12 @@ def test_the_one_pass_is_the_collapsed_best_alignment(trained):
 
 def test_its_outputs_are_not_all_empty(trained):
     # The comparison above is between real outputs, not between empty strings.
-    model, _, tokenizer, _ = trained
+    model, _, tokenizer, _, _ = trained
     assert sum(bool(text) for text in translate(model, tokenizer, SENTENCES)) >= 2
 
 
-# ---------------------------------------------------------------- CTC + glancing
-@pytest.fixture(scope="module")
-def glancing(tmp_path_factory):
-    # No BLEU: the validation decoding of a CTC model is the plain one's above.
-    return train_tiny_nat(tmp_path_factory, "ctc-glat", seed=8, sentences=400, bleu_sample_size=0,
-                          decoder="ctc", ctc_upsample=2, glancing_ratio=0.5, glancing_ratio_end=0.3,
-                          glancing_anneal_steps=10)  # fmt: skip
-
-
-def test_ctc_with_glancing_trains_on_the_gold_target_and_decodes_in_one_pass(glancing):
-    model, history, tokenizer, workdir, config = glancing
-    losses = history.history["loss"]
-    assert losses[1] < losses[0] and np.isfinite(losses).all()
+def test_ctc_with_glancing_trains_on_the_gold_target_and_decodes_in_one_pass(trained):
+    model, _, tokenizer, workdir, config = trained
     assert set(model.input) == {"source", "target_in"}
     glance = model.get_layer("glancing")
     assert float(glance.step.numpy()) >= 10 and float(glance.current_ratio()) == pytest.approx(0.3)
@@ -95,3 +86,20 @@ def test_ctc_with_glancing_trains_on_the_gold_target_and_decodes_in_one_pass(gla
                                                "length_beam": tf.constant(3)})):  # fmt: skip
         outputs = served.signatures[name](inputs=inputs, **extra)["translations"].numpy()
         assert [text.decode() for text in outputs] == expected, name
+
+
+def test_without_glancing_it_reads_the_source_alone_and_trains_on_the_ctc_loss(trained):
+    """Its parts, small: the model of the source alone is the one pass, and steps on a batch
+    of its data (the source alone: tests/models/test_nat_objectives.py) lower the CTC loss."""
+    _, _, tokenizer, _, config = trained
+    config = dataclasses.replace(config, glancing_ratio=0.0, glancing_ratio_end=None)
+    keras.utils.set_random_seed(7)
+    model = TASK.compile_model(TASK.build_model(config), config)
+    assert set(model.input) == {"source"} and set(model.output) == {"tokens"}
+    source = tf.constant([[5, 6, 7, 8], [9, 10, 0, 0]], tf.int32)
+    whole = model({"source": source}, training=False)["tokens"]
+    np.testing.assert_allclose(ctc_logits(model, source), whole, atol=1e-5)
+    features, labels = next(iter(TASK.dataset(config, tokenizer, load_multi30k("val")[:8], True)))
+    model.run_eagerly = True  # two steps: cheaper than tracing the train step
+    losses = [model.train_on_batch(features, labels) for _ in range(2)]
+    assert np.isfinite(losses).all() and losses[1] < losses[0], losses

@@ -39,17 +39,21 @@ def test_it_trains_anneals_and_decodes_as_a_cmlm(trained):
         np.testing.assert_array_equal(got, weights)
 
 
-def test_the_data_give_the_gold_target_and_every_label(trained):
+@pytest.fixture(scope="module")
+def batch(trained):
     _, _, tokenizer, _, config = trained
-    batch = next(iter(TASK.dataset(config, tokenizer, load_multi30k("val")[:8], training=True)))
+    return next(iter(TASK.dataset(config, tokenizer, load_multi30k("val")[:8], training=True)))
+
+
+def test_the_data_give_the_gold_target_and_every_label(batch):
     features, labels = batch
     np.testing.assert_array_equal(features["target_in"], labels["tokens"])
     assert (features["target_in"].numpy() != MASK_ID).all()
 
 
-def test_the_loss_counts_the_positions_not_revealed(trained):
-    model, _, tokenizer, _, config = trained
-    features, labels = next(iter(TASK.dataset(config, tokenizer, load_multi30k("val")[:8], True)))
+def test_the_loss_counts_the_positions_not_revealed(trained, batch):
+    model, _, _, _, config = trained
+    features, labels = batch
     logits = model(features, training=True)["tokens"]
     positions = np.asarray(get_keras_mask(logits))
     real = features["target_in"].numpy() > 0

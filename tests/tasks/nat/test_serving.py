@@ -99,7 +99,7 @@ def test_the_saved_model_equals_translate(model, tokenizer, serving):
 def test_both_options_serve_as_translate_from_the_export_folder(tokenizer, tmp_path):
     """A copy model of the max length mode: its modes travel in model.keras (an export
     folder has no config.json), so the loaded model and the SavedModel decode as the model
-    does, one pass at one length (a request for more is clamped)."""
+    does, one pass at one length (predict refuses more; a request for more is clamped)."""
     keras.utils.set_random_seed(6)
     config = get_config("tiny", vocab_size=VOCAB_SIZE, max_length=MAX_LENGTH,
                         share_embeddings=False, decoder_input="copy", length_mode="max")
@@ -114,6 +114,10 @@ def test_both_options_serve_as_translate_from_the_export_folder(tokenizer, tmp_p
     expected = task.predict(loaded, vocabulary, TEXTS)
     assert expected == _translate(loaded, vocabulary, 1, 1)
     assert len(set(expected)) > 3, expected
+    assert expected[TEXTS.index("")] == "" and not any("\u2047" in t for t in expected)  # no mask
+    for option in ("iterations", "length_beam"):
+        with pytest.raises(ValueError, match=f"{option}=2: a model with"):
+            task.predict(loaded, vocabulary, TEXTS[:1], **{option: 2})
     serving = tf.saved_model.load(serving_path(export_dir))
     assert _run(serving, "serving_default") == expected
     assert _run(serving, "translate_refined", iterations=4, length_beam=3) == expected

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import pytest
 
+import zoo.cli
 from zoo.data import load_multi30k, one_line
 from zoo.tasks import get_task, load
 from zoo.training import train
@@ -30,12 +31,20 @@ def test_trains_both_losses_through_the_one_train(workdir):
     assert history["loss"][1] < history["loss"][0]
 
 
-def test_load_predict_and_the_command_line(workdir, capsys):
+def test_load_predict_and_the_command_line(workdir, capsys, monkeypatch):
     path, _ = workdir
-    task, model, vocabulary = load(path)
+    loaded = load(path)
+    task, model, vocabulary = loaded
     assert task is get_task("nat") and model.name == "nat"
     lines = task.predict(model, vocabulary, ["A dog runs.", ""], iterations=2, length_beam=2)
     assert len(lines) == 2 and lines[1] == "" and "\u2047" not in lines[0]  # no mask (UNK) left
+
+    # The command line reads the workdir as above: given that model, its search compiles once.
+    def load_workdir(folder):
+        assert folder == path
+        return loaded
+
+    monkeypatch.setattr(zoo.cli, "load", load_workdir)
     main(["translate", "--workdir", path, "--iterations", "2", "--length-beam", "2",
           "A dog runs.", ""])
     # The command line keeps one line per input (a tiny model may emit a byte like \x0b).
@@ -44,23 +53,21 @@ def test_load_predict_and_the_command_line(workdir, capsys):
         main(["translate", "--workdir", path, "--beam-size", "2", "A dog runs."])
 
 
-def test_the_copy_and_max_length_options_train_and_translate(tmp_path):
-    """One short run of a model with both options (they are independent switches, and one run
-    costs half of two): a finite loss, then predict with the model's own defaults (one
-    iteration for a copy model, one length for a max-length model), and more of either refused."""
+def test_the_copy_and_max_length_options_train(workdir):
+    """A model with both options (independent switches), in its parts: steps on its batches
+    lower a finite loss (train() itself is the default model's, above). How it predicts and
+    serves, with its own counts: tests/tasks/nat/test_serving.py."""
+    keras.utils.set_random_seed(1)
     task = get_task("nat")
-    config = task.get_config("tiny", vocab_size=400, max_length=32, epochs=1,
-                             decoder_input="copy", length_mode="max")
-    path = str(tmp_path / "workdir")
-    # No BLEU after the epoch (its decoding compiles for seconds): predict decodes below.
-    _, history, _ = train(task, config, path, train_data=load_multi30k("train")[:300],
-                          validation_data=load_multi30k("val")[:20], bleu_sample_size=0,
-                          verbose=0)  # fmt: skip
-    for key in ("loss", "tokens_loss", "length_loss", "val_loss"):
-        assert np.all(np.isfinite(history.history[key])), key
-    task, model, vocabulary = load(path)
-    lines = task.predict(model, vocabulary, ["A dog runs.", ""])
-    assert len(lines) == 2 and lines[1] == "" and "\u2047" not in lines[0]
-    for option in ("iterations", "length_beam"):
-        with pytest.raises(ValueError, match=f"{option}=2: a model with"):
-            task.predict(model, vocabulary, ["A dog runs."], **{option: 2})
+    config = task.get_config("tiny", vocab_size=400, max_length=32, decoder_input="copy",
+                             length_mode="max")  # fmt: skip
+    vocabulary = task.read_vocabulary(workdir[0])  # the run's above: none learned again
+    model = task.compile_model(task.build_model(config), config)
+    model.run_eagerly = True  # two steps: cheaper than tracing the train step
+    batches = [next(iter(task.dataset(config, vocabulary, load_multi30k(split)[:64], training)))
+               for split, training in (("train", True), ("val", False))]  # fmt: skip
+    logs = [model.train_on_batch(*batches[0], return_dict=True) for _ in range(2)]
+    logs.append(model.test_on_batch(*batches[1], return_dict=True))  # validation's
+    for key in ("loss", "tokens_loss", "length_loss"):
+        assert all(np.isfinite(log[key]) for log in logs), key
+    assert logs[1]["loss"] < logs[0]["loss"], logs

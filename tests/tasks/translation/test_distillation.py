@@ -1,5 +1,5 @@
 """Sequence-level distillation data: distill() against translate(), its resume after a kill, its
-guards, a corpus of the user's (`zoo distill --train`), and a student trained on it through
+guards, a corpus of the user's (`zoo distill --train`), and a student's training on it through
 `zoo train nat --train`.
 
 The teacher is a tiny translator with random weights: its translations are nonsense, but long
@@ -23,6 +23,7 @@ from zoo.artifacts import (
 )
 from zoo.data import (
     ParallelCorpus,
+    SentencePieceTokenizer,
     load_multi30k,
     multi30k_files,
     one_line,
@@ -31,7 +32,7 @@ from zoo.data import (
     train_sentencepiece,
 )
 from zoo.models import build_translator, translator_config
-from zoo.tasks import get_task, load, translate
+from zoo.tasks import get_task, translate
 from zoo.tasks.translation import TranslationTask
 from zoo.tasks.translation.distillation import distill
 from zoo_cli import CommandLineError, main
@@ -59,10 +60,38 @@ def teacher(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def distilled(teacher, tmp_path_factory):
+def distilled_run(teacher, tmp_path_factory):
+    """The distillation of the first LIMIT pairs, and the ``(model, vocabulary)`` it read from
+    the teacher's folder: later runs reuse them (read again, its search compiles again)."""
     folder = str(tmp_path_factory.mktemp("kd") / "kd")
-    distill(teacher, folder, **SETTINGS)
-    return folder
+    read = []
+
+    def spy(*args, real=distillation.load_trained):
+        read.append(real(*args))
+        return read[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(distillation, "load_trained", spy)
+        distill(teacher, folder, **SETTINGS)
+    (teachers,) = read
+    return folder, teachers
+
+
+@pytest.fixture(scope="module")
+def distilled(distilled_run):
+    return distilled_run[0]
+
+
+@pytest.fixture
+def read_teacher(distilled_run, teacher, monkeypatch):
+    """The teacher's ``(model, vocabulary)``, which distill() now gets without reading them."""
+
+    def load_trained(folder, task):
+        assert os.path.samefile(folder, teacher)
+        return distilled_run[1]
+
+    monkeypatch.setattr(distillation, "load_trained", load_trained)
+    return distilled_run[1]
 
 
 def _contents(folder):
@@ -89,10 +118,10 @@ class Translations:
         return TEACHER_TRANSLATE(model, vocabulary, sentences, **options)
 
 
-def test_the_files_hold_the_teachers_beam_translations_in_corpus_order(teacher, distilled):
+def test_the_files_hold_the_teachers_beam_translations_in_corpus_order(teacher, distilled_run):
+    distilled, (model, vocabulary) = distilled_run  # what distill() read from the teacher
     sources = [source for source, _ in load_multi30k("train")[:LIMIT]]
     assert read_lines(os.path.join(distilled, DISTILL_SOURCE_FILE)) == sources
-    _, model, vocabulary = load(teacher)
     expected = translate(model, vocabulary, sources, beam_size=BEAM, batch_size=BATCH)
     targets = read_lines(os.path.join(distilled, DISTILL_TARGET_FILE))
     assert targets == [one_line(text) for text in expected] and any(targets)
@@ -111,7 +140,8 @@ def test_one_line_keeps_the_format():
     assert one_line("a\tb\nc\r\nd\u2028e") == "a b c  d e"
 
 
-def test_a_killed_run_resumes_without_translating_twice(teacher, distilled, tmp_path, monkeypatch):
+def test_a_killed_run_resumes_without_translating_twice(teacher, distilled, read_teacher, tmp_path,
+                                                        monkeypatch):
     folder = str(tmp_path / "kd")
     killed = Translations(stop_at=2)
     monkeypatch.setattr(TranslationTask, "translate", killed)
@@ -174,16 +204,25 @@ def test_a_partial_file_of_something_else_is_refused(teacher, tmp_path):
         distill(teacher, folder, **SETTINGS)
 
 
-def test_the_nat_trains_on_the_distilled_pairs_and_keeps_to_them(distilled, tmp_path, monkeypatch):
+class StartedTraining(Exception):
+    """Raised once the student's first batch is read: what follows is any NAT's training."""
+
+
+def test_zoo_train_nat_reads_the_distilled_pairs_and_keeps_to_them(distilled, tmp_path,
+                                                                   monkeypatch):
     """A distillation's folder is a corpus like any other: `--train` its two files, in the
-    teacher's vocabulary (`--sentencepiece-model`), and a resume on other files is refused."""
+    teacher's vocabulary (`--sentencepiece-model`), and a resume on other files is refused.
+    The run stops at its first batch (how a NAT trains on: tests/tasks/nat/test_task.py)."""
     task = get_task("nat")
     seen = {}
 
     def spy(*args, real=task.dataset, **kwargs):
+        dataset = real(*args, **kwargs)
         if kwargs.get("training", True):
             seen["files"] = [record.path for record in args[2].files]
-        return real(*args, **kwargs)
+            seen["batch"] = next(iter(dataset))
+            raise StartedTraining
+        return dataset
 
     monkeypatch.setattr(task, "dataset", spy)
     workdir = str(tmp_path / "nat")
@@ -191,8 +230,15 @@ def test_the_nat_trains_on_the_distilled_pairs_and_keeps_to_them(distilled, tmp_
     teachers = os.path.join(distilled, SENTENCEPIECE_FILE)
     data = ["--train", *files, "--valid", *files, "--sentencepiece-model", teachers]
     flags = ["--preset", "tiny", "--max-length", "48", "--epochs", "1", "--bleu-sample", "0"]
-    main(["train", "nat", "--workdir", workdir, *data, *flags])
-    assert seen == {"files": files}
+    with pytest.raises(StartedTraining):
+        main(["train", "nat", "--workdir", workdir, *data, *flags, "--debug"])
+    assert seen["files"] == files
+    # The first batch's sources are distilled sources in the teacher's pieces.
+    vocabulary = SentencePieceTokenizer(teachers)
+    pieces = {tuple(ids) for ids in vocabulary.tokenize(read_lines(files[0])).to_list()}
+    features, _ = seen["batch"]
+    sources = [tuple(row[row > 0].tolist()) for row in features["source"].numpy()]
+    assert sources and set(sources) <= pieces, sources
     # The student's vocabulary is the teacher's, so the teacher can rescore its outputs; its
     # size comes from it.
     with open(teachers, "rb") as f, open(os.path.join(workdir, SENTENCEPIECE_FILE), "rb") as g:
@@ -209,7 +255,7 @@ def test_the_nat_trains_on_the_distilled_pairs_and_keeps_to_them(distilled, tmp_
     assert not os.path.exists(workdir + "2")
 
 
-def test_distill_translates_the_sources_of_a_users_corpus(teacher, tmp_path, capsys):
+def test_distill_translates_the_sources_of_a_users_corpus(teacher, read_teacher, tmp_path, capsys):
     sources = ["A man reads.", "Two dogs play in the park.", "", "A woman sings a song."]
     (tmp_path / "mine.en").write_text("".join(s + "\n" for s in sources))
     (tmp_path / "mine.de").write_text("x\n" * len(sources))  # not read
@@ -219,7 +265,7 @@ def test_distill_translates_the_sources_of_a_users_corpus(teacher, tmp_path, cap
     assert capsys.readouterr().out.startswith(f"4 distilled pairs in {folder} (train.en and "
                                               "train.de)")  # fmt: skip
     assert read_lines(os.path.join(folder, DISTILL_SOURCE_FILE)) == sources
-    _, model, vocabulary = load(teacher)
+    model, vocabulary = read_teacher
     expected = translate(model, vocabulary, sources, beam_size=2, batch_size=64)
     assert read_lines(os.path.join(folder, DISTILL_TARGET_FILE)) == [one_line(t) for t in expected]
     # Another corpus in the same folder is refused; so is one named in another language.
