@@ -1,6 +1,7 @@
 """A user's own corpus through the `zoo` command: a rule-made English-Greek corpus trains,
-evaluates, exports, serves through its SavedModel and round-trips through `zoo translate`; and
-each bad input gets one line, exit status 2, and loses nothing."""
+evaluates, exports, serves through its SavedModel and round-trips through `zoo translate` (the
+real command in its own process: quiet, seeded, with a progress bar); and each bad input gets
+one line, exit status 2, and loses nothing."""
 
 import contextlib
 import gzip
@@ -16,7 +17,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
 
-from tests.test_cli import assert_one_line_error, zoo
+from tests.test_cli import assert_one_line_error, zoo, zoo_here
 from zoo.artifacts import BACKUP_DIR, LANGUAGES_FILE, MODEL_FILE, SENTENCEPIECE_FILE, serving_path
 from zoo_cli import main
 
@@ -58,9 +59,39 @@ def train_command(workdir, train, valid, *extra):
             "--batch-tokens", "512", "--bleu-sample", "0", "--train", *train, "--valid", *valid, *extra]  # fmt: skip
 
 
+class CutTheFile(keras.callbacks.Callback):
+    """Cuts a gzipped training file to its first 40 lines after the fifth batch, mid-epoch;
+    the run fails when it reads the file again, with a backup behind it."""
+
+    def __init__(self, path):
+        super().__init__()
+        self.path = path
+
+    def on_train_batch_end(self, batch, logs=None):
+        if int(self.model.optimizer.iterations) == 5:
+            with gzip.open(self.path) as f:
+                lines = f.read().splitlines(keepends=True)
+            with open(self.path, "wb") as f:
+                f.write(gzip.compress(b"".join(lines[:40]), mtime=0))
+
+
+def _train_here(argv):
+    """``zoo train`` in this process: (exit status, stderr)."""
+    log = io.StringIO()
+    with contextlib.redirect_stderr(log):
+        try:
+            main(argv)
+            status = 0
+        except SystemExit as exit:
+            status = exit.code
+    return status, log.getvalue()
+
+
 @pytest.fixture(scope="module")
 def greek(tmp_path_factory):
-    """The corpus, and a translator trained on it for 10 epochs (about 20 s)."""
+    """The corpus, and a translator trained on it for 10 epochs (about 25 s), in this process
+    (the test below runs the real `zoo`). In two runs: a training file that shrinks under the
+    first, mid-epoch, ends it; the file restored, the same command resumes and finishes."""
     folder = tmp_path_factory.mktemp("greek")
     pairs = greek_pairs(600, seed=0)
     pairs[10:10] = [("", "κενό."), ("empty.", "   "), ("", "")]  # skipped, counted
@@ -68,12 +99,22 @@ def greek(tmp_path_factory):
     valid = write_pairs(folder, "valid", greek_pairs(20, seed=1))
     test = write_pairs(folder, "test", greek_pairs(20, seed=2))
     workdir = folder / "w"
-    log = io.StringIO()  # trained in this process: the commands below run the real `zoo`
-    with contextlib.redirect_stderr(log):
-        main(train_command(workdir, train, valid, "--epochs", "10"))
-    err = log.getvalue()
+    argv = train_command(workdir, train, valid, "--epochs", "10")
+    with open(train[1], "rb") as f:
+        intact = f.read()
+    standard = training.standard_callbacks
+    with pytest.MonkeyPatch.context() as patch:  # the module's, which train() calls
+        patch.setattr(training, "standard_callbacks",
+                      lambda *a, **k: [CutTheFile(train[1]), *standard(*a, **k)])
+        cut = _train_here(argv)
+    left = {"backup": os.path.isdir(workdir / BACKUP_DIR),
+            "model": os.path.exists(workdir / MODEL_FILE)}  # fmt: skip
+    with open(train[1], "wb") as f:
+        f.write(intact)
+    status, err = _train_here(argv)
+    assert status == 0, err[-3000:]
     return {"folder": folder, "train": train, "valid": valid, "test": test, "workdir": workdir,
-            "log": err}  # fmt: skip
+            "cut": cut, "left": left, "log": err}  # fmt: skip
 
 
 def is_greek(text):
@@ -116,12 +157,26 @@ def test_a_greek_corpus_trains_evaluates_exports_serves_and_translates(greek, tm
     served = [t.decode("utf-8") for t in served.numpy()]
     assert served == hypotheses
 
-    # The real command in its own process: stdin to stdout, in Greek.
-    status, out, err = zoo("translate", "--workdir", str(export), "--method", "greedy",
-                           stdin="\n".join(sources) + "\n")  # fmt: skip
+    # The real command in its own process, the suite's one run of it that imports TensorFlow:
+    # stdin to stdout, in Greek, a blank line for a blank line; on stderr no TensorFlow C++
+    # log line, only the progress bar; --seed makes sampling reproducible, even in this
+    # process, whose random state has moved since its start.
+    stdin = "\n".join(sources + [""]) + "\n"
+    argv = ["translate", "--workdir", str(export), "--method", "sample", "--seed", "7"]
+    status, out, err = zoo(*argv, stdin=stdin)
     assert status == 0, err[-3000:]
-    assert out.splitlines() == served
-    assert f"{export}: en -> el" in err
+    sampled = out.splitlines()
+    assert len(sampled) == 21 and sampled[20] == "", out
+    assert all(any("GREEK" in unicodedata.name(c, "") for c in line) for line in sampled[:20])
+    assert sampled[:20] != served  # sampled, not searched
+    for sign in ("cuda", "onednn", "absl", "i0000", "cpu_feature_guard"):
+        assert sign not in err.lower(), err
+    assert "21/21" in err and f"{export}: en -> el" in err, err
+    assert zoo_here(capsys, *argv, stdin=stdin)[1] == out
+    status, out, err = zoo_here(capsys, "translate", "--workdir", str(export), "--method",
+                                "greedy", stdin=stdin)  # fmt: skip
+    assert status == 0, err[-3000:]
+    assert out.splitlines() == served + [""]  # its .keras file translates as its SavedModel
 
 
 # ---------------------------------------------------------------- bad input
@@ -132,19 +187,6 @@ def assert_error_line(status, stderr, *words):
     assert last.startswith("zoo train: error: "), last
     for word in words:
         assert word in last, (word, last)
-
-
-def zoo_here(capsys, *args):
-    """``zoo`` run in this process (exit status, stdout, stderr): an error found before
-    training costs no start of a Python and TensorFlow, which a subprocess pays each time."""
-    capsys.readouterr()
-    try:
-        main(list(args))
-        status = 0
-    except SystemExit as exit:
-        status = exit.code
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
 
 
 def _lines_changed(path, change):
@@ -191,47 +233,15 @@ def test_bad_corpora_get_one_line_before_training(greek, tmp_path, capsys):
         assert not os.path.exists(tmp_path / f"w{number}" / MODEL_FILE)
 
 
-class CutTheFile(keras.callbacks.Callback):
-    """Cuts a gzipped training file to its first 40 lines after the fifth batch: after the
-    first backup, mid-epoch."""
-
-    def __init__(self, path):
-        super().__init__()
-        self.path = path
-
-    def on_train_batch_end(self, batch, logs=None):
-        if int(self.model.optimizer.iterations) == 5:
-            with gzip.open(self.path) as f:
-                lines = f.read().splitlines(keepends=True)
-            with open(self.path, "wb") as f:
-                f.write(gzip.compress(b"".join(lines[:40]), mtime=0))
-
-
-def test_a_file_cut_short_mid_training_is_named_and_the_fixed_rerun_resumes(greek, tmp_path,
-                                                                            capsys, monkeypatch):
-    train = write_pairs(tmp_path, "train", greek_pairs(600, seed=4), gzipped=True)
-    with open(train[1], "rb") as f:
-        intact = f.read()
-    model = str(greek["workdir"] / SENTENCEPIECE_FILE)  # none learned: quicker
-    argv = train_command(tmp_path / "w", train, greek["valid"], "--epochs", "2",
-                         "--backup-every", "4", "--shuffle-buffer", "50",
-                         "--sentencepiece-model", model)  # fmt: skip
-    standard = training.standard_callbacks
-    with monkeypatch.context() as patch:  # the module's, which train() calls
-        patch.setattr(training, "standard_callbacks",
-                      lambda *a, **k: [CutTheFile(train[1]), *standard(*a, **k)])
-        status, _, err = zoo_here(capsys, *argv)
+def test_a_file_cut_short_mid_training_is_named_and_the_fixed_rerun_resumes(greek):
+    (source, target), (status, err) = greek["train"], greek["cut"]
     assert status == 2, err[-3000:]
     last = err.strip().splitlines()[-1]
-    assert last.startswith(f"zoo train: error: {train[0]} and {train[1]}: lines "), last
+    assert last.startswith(f"zoo train: error: {source} and {target}: lines "), last
     assert "then rerun the same command to resume" in last
     assert "Traceback" not in err
-    assert os.path.isdir(tmp_path / "w" / BACKUP_DIR) and not os.path.exists(
-        tmp_path / "w" / MODEL_FILE)
-
-    with open(train[1], "wb") as f:  # the file restored: the same command resumes and finishes
-        f.write(intact)
-    status, _, err = zoo_here(capsys, *argv)
-    assert status == 0, err[-3000:]
-    assert "resum" in err.lower(), err[-2000:]
-    assert os.path.exists(tmp_path / "w" / MODEL_FILE)
+    assert greek["left"] == {"backup": True, "model": False}
+    # The file restored, the same command resumed and finished (the fixture checks its
+    # status).
+    assert "resum" in greek["log"].lower(), greek["log"][-2000:]
+    assert os.path.exists(greek["workdir"] / MODEL_FILE)

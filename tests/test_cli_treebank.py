@@ -1,22 +1,19 @@
 """A user's own treebank through the `zoo` command: a rule-made Russian treebank (Cyrillic) in
 UD-named CoNLL-U files trains every head (UPOS, XPOS, FEATS, lemma; its language and name
 recorded), validates with an XPOS tag that training never saw, is scored with the CoNLL 2018
-figures, tags CoNLL-U in and out, and exports; and each bad input gets
-one line, exit status 2, and loses nothing. The commands run in this process (`zoo_cli.main`):
-tests/test_cli.py covers what only a subprocess shows."""
+figures, tags CoNLL-U in and out, and exports (in TF Serving's version folder); and each bad
+input gets one line, exit status 2, and loses nothing. The commands run in this process
+(`zoo_cli.main`): tests/test_cli.py covers what only a subprocess shows."""
 
 import gzip
-import io
 import json
 import os
 import random
-import sys
 
 import pytest
 
 import zoo_cli
-from tests.test_cli import SHIPPED_TAGGER
-from tests.test_cli_data import zoo_here
+from tests.test_cli import SHIPPED_TAGGER, zoo_here
 from zoo.artifacts import DATA_FILE, LANGUAGES_FILE, MODEL_FILE, serving_path
 from zoo.data.conllu import iter_conllu
 
@@ -92,10 +89,25 @@ def test_a_russian_treebank_trains_is_scored_and_exports(russian, tmp_path, caps
         files["train"])  # the file by name, not its path
     assert str(tmp_path) not in json.dumps(data)
 
-    status, _, err = zoo_here(capsys, "evaluate", "tagger", "--workdir", str(workdir),
-                           "--gold", files["test"])  # fmt: skip
+    # The export, in the version folder that TF Serving reads.
+    export = tmp_path / "export"
+    status, out, err = zoo_here(capsys, "export", "tagger", "--workdir", str(workdir),
+                                "--output", str(export), "--serving-version", "3")  # fmt: skip
     assert status == 0, err[-3000:]
-    with open(workdir / "eval" / "ru_rule-ud-test.json") as f:
+    assert out.strip() == f"exported to {export}"
+    assert sorted(os.listdir(export)) == [LANGUAGES_FILE, "model.keras", "serving",
+                                          "vocabulary.json"]  # fmt: skip
+    assert os.listdir(export / "serving") == ["3"]
+    serving = serving_path(str(export), version=3)
+    assert os.path.isfile(os.path.join(serving, "saved_model.pb"))
+    with open(os.path.join(serving, "assets.extra", LANGUAGES_FILE)) as f:
+        assert json.load(f) == {"language": "ru", "treebank": "RULE"}
+    # Scored from the export (the workdir's model; `zoo tag` below reads the workdir), whose
+    # languages the evaluation names.
+    status, _, err = zoo_here(capsys, "evaluate", "tagger", "--workdir", str(export), "--gold",
+                              files["test"])  # fmt: skip
+    assert status == 0 and f"{export}: ru (UD RULE)" in err, err[-3000:]
+    with open(export / "eval" / "ru_rule-ud-test.json") as f:
         report = json.load(f)
     assert set(report["figures"]) == {"UPOS", "XPOS", "UFeats", "AllTags", "Lemmas"}
     assert min(report["figures"].values()) > 90 and report["words"] > 100, report
@@ -133,19 +145,11 @@ def test_a_russian_treebank_trains_is_scored_and_exports(russian, tmp_path, caps
              "2.1\tпусто\t_\t_\t_\t_\t_\t_\t_\t_\r\n"]  # fmt: skip
     lines[2:2], expected[2:2] = extra[:1], extra[:1]
     lines[5:5], expected[5:5] = extra[1:], extra[1:]
-    stdin = io.TextIOWrapper(io.BytesIO("".join(lines).encode()), encoding="utf-8")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sys, "stdin", stdin)
-        status, out, err = zoo_here(capsys, "tag", "--workdir", str(workdir), "--conllu", "-")
+    status, out, err = zoo_here(capsys, "tag", "--workdir", str(workdir), "--conllu", "-",
+                                stdin="".join(lines))  # fmt: skip
     assert status == 0, err[-3000:]
     assert out == "".join(expected)
 
-    export = tmp_path / "export"
-    status, _, err = zoo_here(capsys, "export", "tagger", "--workdir", str(workdir),
-                              "--output", str(export))  # fmt: skip
-    assert status == 0, err[-3000:]
-    with open(os.path.join(serving_path(str(export)), "assets.extra", LANGUAGES_FILE)) as f:
-        assert json.load(f) == {"language": "ru", "treebank": "RULE"}
     # The tokens signature serves what `zoo tag` writes: every head's column, word by word.
     import tensorflow as tf
 
@@ -153,7 +157,7 @@ def test_a_russian_treebank_trains_is_scored_and_exports(russian, tmp_path, caps
     tokens = [list(sentence.words) for sentence in sentences]
     tokens[0][1] = "дом с окном"  # a FORM with spaces stays one token
     width = max(map(len, tokens))
-    served = tf.saved_model.load(serving_path(str(export))).signatures["tag_tokens"](
+    served = tf.saved_model.load(serving).signatures["tag_tokens"](
         tokens=tf.constant([row + [""] * (width - len(row)) for row in tokens]),
         lengths=tf.constant([len(row) for row in tokens], tf.int32),
     )
@@ -165,9 +169,6 @@ def test_a_russian_treebank_trains_is_scored_and_exports(russian, tmp_path, caps
                   for i, row in enumerate(served[output].numpy())]  # fmt: skip
         expected = [list(sentence.column(column)) for sentence in sentences]
         assert values[1:] == expected[1:], output  # the first sentence has a changed word
-    status, _, err = zoo_here(capsys, "evaluate", "tagger", "--workdir", str(export), "--gold",
-                           files["test"])  # fmt: skip
-    assert status == 0 and f"{export}: ru (UD RULE)" in err, err[-3000:]
 
 
 def test_bad_treebanks_get_one_line_and_lose_nothing(russian, tmp_path, capsys):

@@ -233,9 +233,10 @@ def test_two_local_blocks_cannot_see_the_pairs_full_attention_can(name, moves):
 
 def test_a_variant_trains_for_its_budget_and_is_scored(tmp_path):
     held_out = long_range.make_batch(np.random.default_rng(2), 32, LENGTH, long_range.reach(SETTINGS))
-    result = long_range.train_variant("local", LENGTH, 1.0, held_out, SETTINGS, xla=False,
+    # Half a second of steps: the budget is wall time, all of it spent on the CPU.
+    result = long_range.train_variant("local", LENGTH, 0.5, held_out, SETTINGS, xla=False,
                                       log=lambda line: None)
-    assert result["steps"] >= 2 and result["train_seconds"] >= 1.0
+    assert result["steps"] >= 2 and result["train_seconds"] >= 0.5
     assert 0.0 <= result["accuracy"] <= 1.0 and result["seconds_per_step"] > 0
     assert len(result["curve"]) == long_range.CURVE_POINTS + 1
     results = {"local": result, "mha": {"error": "ValueError: boom"}}

@@ -10,8 +10,9 @@ import os
 import keras
 import pytest
 
-from zoo.data import TaggerVocabulary, load_ud_english_ewt
+from zoo.data import TaggerVocabulary
 from tests.models.tagger_reference import tag_sentences
+from tests.models.test_tagger_task import ewt  # EWT read once per process
 from zoo.models import Tagger, build_tagger, tagger_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -30,7 +31,7 @@ bench = _load_benchmark()
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    vocabulary = TaggerVocabulary.build(load_ud_english_ewt("train")[:300], max_word_length=10)
+    vocabulary = TaggerVocabulary.build(ewt("train")[:300], max_word_length=10)
     keras.utils.set_random_seed(0)
     model = build_tagger(tagger_config("tiny", max_length=8, **vocabulary.config_overrides()))
     tagger = Tagger.from_backbone(model, vocabulary)
@@ -38,15 +39,22 @@ def model_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def loaded(model_dir):
+    """``bench.load_tagger(model_dir)``, loaded once: each load reads the SavedModel and traces
+    the Python path's tagging again."""
+    return bench.load_tagger(model_dir)
+
+
+@pytest.fixture(scope="module")
 def texts():
     # 70 sentences: two batches of 64 and 6; some longer than the 8-word window.
-    texts = [" ".join(s.words) for s in load_ud_english_ewt("test")[:70]]
+    texts = [" ".join(s.words) for s in ewt("test")[:70]]
     assert any(len(t.split()) > 8 for t in texts)
     return texts
 
 
-def test_both_paths_tag_every_word_alike_and_the_figures_add_up(model_dir, texts):
-    model, vocabulary, serving = bench.load_tagger(model_dir)
+def test_both_paths_tag_every_word_alike_and_the_figures_add_up(loaded, texts):
+    model, vocabulary, serving = loaded
     result = bench.measure_throughput(model, vocabulary, serving, texts, rounds=2, warmup=0)
     words = sum(len(t.split()) for t in texts)
     assert result["words"] == words
@@ -59,8 +67,8 @@ def test_both_paths_tag_every_word_alike_and_the_figures_add_up(model_dir, texts
     )
 
 
-def test_the_two_paths_are_the_serving_model_and_tag_sentences(model_dir, texts):
-    model, vocabulary, serving = bench.load_tagger(model_dir)
+def test_the_two_paths_are_the_serving_model_and_tag_sentences(loaded, texts):
+    model, vocabulary, serving = loaded
     batch = texts[:5]
     expected = tag_sentences(model.backbone, vocabulary, [t.split() for t in batch])
     assert bench.serving_tags(serving, batch) == expected
@@ -94,9 +102,12 @@ def test_replace_section_removes_only_its_own_section(tmp_path):
     assert path.read_text() == ""
 
 
-def test_main_replaces_its_results_section(model_dir, texts, tmp_path, monkeypatch, capsys):
-    sentences = load_ud_english_ewt("test")[: len(texts)]
+def test_main_replaces_its_results_section(model_dir, loaded, texts, tmp_path, monkeypatch,
+                                           capsys):  # fmt: skip
+    sentences = list(ewt("test")[: len(texts)])
     monkeypatch.setattr(bench, "load_ud_english_ewt", lambda split: sentences)
+    # The folder that --model-dir names, loaded once for both runs (load_tagger: above).
+    monkeypatch.setattr(bench, "load_tagger", {str(model_dir): loaded}.__getitem__)
     results = tmp_path / "RESULTS.md"
     results.write_text(f"## Other\n\nkeep\n\n## {bench.TITLE}\n\nan old table\n")
     monkeypatch.setattr(bench.common, "RESULTS", str(results))

@@ -24,19 +24,45 @@ def _beam(model, source, max_length=MAX_LENGTH, **kwargs):
     return beam_search(*step_and_caches(model, source, max_length), max_length, **kwargs)
 
 
-def test_beam_size_one_is_greedy(model, sources):
+@pytest.fixture(scope="module")
+def searched():
+    """``searched(model, source, **settings)``: the eager beam search's ids, scores and decoder
+    steps, run once per model, source and settings (beam 4, alpha 0.6 and early stopping
+    unless given). An eager search costs about half a second, and several tests read the
+    same one."""
+    done = {}
+
+    def search(model, source, **settings):
+        settings = {"beam_size": 4, "alpha": 0.6, "early_stopping": True, **settings}
+        key = (id(model), source.tobytes(), source.shape, tuple(sorted(settings.items())))
+        if key not in done:
+            step, caches = step_and_caches(model, source, MAX_LENGTH)
+            step = counting(step)
+            ids, scores = beam_search(step, caches, MAX_LENGTH, **settings)
+            done[key] = numpy(ids), numpy(scores), step.calls
+        return done[key]
+
+    return search
+
+
+def _alone(sources):
+    """Each source on its own, without padding."""
+    return [source[source != 0][None] for source in sources]
+
+
+def test_beam_size_one_is_greedy(model, sources, searched):
     """Without a length penalty, one beam is greedy search, token for token."""
-    ids, _ = _beam(model, sources, beam_size=1, alpha=0.0)
+    ids, _, _ = searched(model, sources, beam_size=1, alpha=0.0)
     greedy = greedy_search(*step_and_caches(model, sources, MAX_LENGTH), MAX_LENGTH)
-    np.testing.assert_array_equal(numpy(ids), numpy(greedy))
+    np.testing.assert_array_equal(ids, numpy(greedy))
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6])
-def test_scores_are_the_models_length_penalised_log_probabilities(model, sources, alpha):
+def test_scores_are_the_models_length_penalised_log_probabilities(model, sources, searched,
+                                                                  alpha):
     """Rescoring each returned hypothesis with the full model gives back its score: the
     backpointers, the cache reordering and the bookkeeping of finished hypotheses agree."""
-    ids, scores = _beam(model, sources, beam_size=3, alpha=alpha)
-    ids, scores = numpy(ids), numpy(scores)
+    ids, scores, _ = searched(model, sources, alpha=alpha)
     assert ids.shape == (len(sources), MAX_LENGTH) and ids.dtype == np.int32
     assert scores.shape == (len(sources),) and scores.dtype == np.float32
     assert_pad_only_after_eos(ids)
@@ -45,30 +71,22 @@ def test_scores_are_the_models_length_penalised_log_probabilities(model, sources
 
 
 @pytest.mark.parametrize("alpha", [0.6, 2.0])
-def test_early_stopping_is_exact(model, copy_model, sources, alpha):
+def test_early_stopping_is_exact(model, copy_model, sources, searched, alpha):
     """Stopping once no live beam can win gives what running to max_length gives. Each
     sentence of the trained model also runs alone, so that the loop stops when that sentence
     is done (the random model's loop, alone or not, runs to max_length: its batch suffices)."""
-    kwargs = dict(beam_size=4, alpha=alpha)
-    alone = [source[source != 0][None] for source in sources] if model is copy_model else []
-    for batch in [sources] + alone:
-        step, caches = step_and_caches(model, batch, MAX_LENGTH)
-        early_ids, early_scores = beam_search(step, caches, MAX_LENGTH, **kwargs)
-        step = counting(step)
-        full_ids, full_scores = beam_search(
-            step, caches, MAX_LENGTH, early_stopping=False, **kwargs
-        )
-        assert step.calls == MAX_LENGTH
-        np.testing.assert_array_equal(numpy(early_ids), numpy(full_ids))
-        np.testing.assert_allclose(numpy(early_scores), numpy(full_scores), rtol=1e-6)
+    for batch in [sources] + (_alone(sources) if model is copy_model else []):
+        early_ids, early_scores, _ = searched(model, batch, alpha=alpha)
+        full_ids, full_scores, calls = searched(model, batch, alpha=alpha, early_stopping=False)
+        assert calls == MAX_LENGTH
+        np.testing.assert_array_equal(early_ids, full_ids)
+        np.testing.assert_allclose(early_scores, full_scores, rtol=1e-6)
 
 
-def test_early_stopping_stops_the_trained_model_early(copy_model, sources):
-    step, caches = step_and_caches(copy_model, sources, MAX_LENGTH)
-    step = counting(step)
-    ids, _ = beam_search(step, caches, MAX_LENGTH, beam_size=4)
-    assert step.calls < MAX_LENGTH
-    assert np.all((numpy(ids) == EOS_ID).sum(1) == 1)
+def test_early_stopping_stops_the_trained_model_early(copy_model, sources, searched):
+    ids, _, calls = searched(copy_model, sources)
+    assert calls < MAX_LENGTH
+    assert np.all((ids == EOS_ID).sum(1) == 1)
 
 
 def test_a_huge_beam_is_exact_search():
@@ -101,7 +119,7 @@ def test_a_huge_beam_is_exact_search():
         np.testing.assert_allclose(numpy(scores)[b], all_scores[best], rtol=1e-4)
 
 
-def test_caches_handed_back_untouched_need_no_reordering(random_model, sources):
+def test_caches_handed_back_untouched_need_no_reordering(random_model, sources, searched):
     """Beam search leaves the caches that the step hands back as they came (the encoder's)
     where they are; reordering them all, as for a step that copies them, gives the same.
     (The search's bookkeeping, on one model: the one of two decoder blocks.)"""
@@ -111,35 +129,36 @@ def test_caches_handed_back_untouched_need_no_reordering(random_model, sources):
         logits, caches = step(tokens, caches, index)
         return logits, keras.tree.map_structure(keras.ops.copy, caches)
 
-    kwargs = dict(beam_size=3, early_stopping=False)
-    ids, scores = beam_search(step, caches, MAX_LENGTH, **kwargs)
-    copied_ids, copied_scores = beam_search(copying_step, caches, MAX_LENGTH, **kwargs)
-    np.testing.assert_array_equal(numpy(copied_ids), numpy(ids))
-    np.testing.assert_allclose(numpy(copied_scores), numpy(scores), rtol=1e-6)
+    ids, scores, _ = searched(random_model, sources, early_stopping=False)
+    copied_ids, copied_scores = beam_search(
+        copying_step, caches, MAX_LENGTH, beam_size=4, alpha=0.6, early_stopping=False
+    )
+    np.testing.assert_array_equal(numpy(copied_ids), ids)
+    np.testing.assert_allclose(numpy(copied_scores), scores, rtol=1e-6)
 
 
-def test_batch_equals_one_sentence_at_a_time(copy_model, sources):
-    ids, scores = _beam(copy_model, sources, beam_size=3)
-    for row, source in enumerate(sources):
-        alone_ids, alone_scores = _beam(copy_model, source[source != 0][None], beam_size=3)
-        np.testing.assert_array_equal(numpy(alone_ids)[0], numpy(ids)[row])
-        np.testing.assert_allclose(numpy(alone_scores)[0], numpy(scores)[row], rtol=1e-5)
+def test_batch_equals_one_sentence_at_a_time(copy_model, sources, searched):
+    ids, scores, _ = searched(copy_model, sources)
+    for row, alone in enumerate(_alone(sources)):
+        alone_ids, alone_scores, _ = searched(copy_model, alone)
+        np.testing.assert_array_equal(alone_ids[0], ids[row])
+        np.testing.assert_allclose(alone_scores[0], scores[row], rtol=1e-5)
 
 
-def test_xla_and_a_beam_size_tensor_in_graph_mode(random_model, sources):
-    eager_ids, eager_scores = _beam(random_model, sources, beam_size=4)
+def test_xla_and_a_beam_size_tensor_in_graph_mode(random_model, sources, searched):
+    eager_ids, eager_scores, _ = searched(random_model, sources)
     xla = tf.function(lambda s: _beam(random_model, s, beam_size=4), jit_compile=True)
     graph = tf.function(
         lambda s, k: _beam(random_model, s, beam_size=k),
         input_signature=[tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([], tf.int32)],
     )
     for ids, scores in (xla(sources), graph(sources, tf.constant(4))):
-        np.testing.assert_array_equal(numpy(ids), numpy(eager_ids))
-        np.testing.assert_allclose(numpy(scores), numpy(eager_scores), rtol=1e-5)
+        np.testing.assert_array_equal(numpy(ids), eager_ids)
+        np.testing.assert_allclose(numpy(scores), eager_scores, rtol=1e-5)
     # One graph serves every beam size.
     ids_1, _ = graph(sources, tf.constant(1))
-    greedy_1, _ = _beam(random_model, sources, beam_size=1)
-    np.testing.assert_array_equal(numpy(ids_1), numpy(greedy_1))
+    eager_ids_1, _, _ = searched(random_model, sources, beam_size=1)
+    np.testing.assert_array_equal(numpy(ids_1), eager_ids_1)
 
 
 @pytest.mark.parametrize("k, vocab", [(3, 20), (4, 5)])  # a vocabulary wider and narrower than 2K

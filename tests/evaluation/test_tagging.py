@@ -7,7 +7,8 @@ import pytest
 
 import zoo  # noqa: F401  (registers the layers)
 from tests.models.tagger_reference import encode
-from zoo.data import TaggerVocabulary, load_ud_english_ewt
+from tests.models.test_tagger_task import ewt  # EWT read once per process
+from zoo.data import TaggerVocabulary
 from zoo.evaluation import tagging_accuracy
 from zoo.models import Tagger, build_tagger, tagger_config
 from zoo.tasks.tagging.evaluation import evaluate_tagger
@@ -30,7 +31,7 @@ def test_accuracy_overall_and_on_oov_words_by_hand():
 
 def test_evaluate_tagger_scores_the_tags_and_writes_them(tmp_path, capsys):
     # A tiny tagger with every head, its vocabulary of 200 training sentences (dev has OOVs).
-    vocabulary = TaggerVocabulary.build(load_ud_english_ewt("train")[:200], max_word_length=10,
+    vocabulary = TaggerVocabulary.build(ewt("train")[:200], max_word_length=10,
                                         feats=True, lemmas=True)  # fmt: skip
     sizes = {field: len(vocabulary.classes(head)) for head, field in
              (("xpos", "num_xpos_tags"), ("feats", "num_feats_tags"),
@@ -38,7 +39,7 @@ def test_evaluate_tagger_scores_the_tags_and_writes_them(tmp_path, capsys):
     keras.utils.set_random_seed(0)
     config = tagger_config("tiny", **vocabulary.config_overrides(), **sizes)
     tagger = Tagger.from_backbone(build_tagger(config), vocabulary)
-    sentences = load_ud_english_ewt("dev")[:40]
+    sentences = list(ewt("dev")[:40])
     capsys.readouterr()
     report = evaluate_tagger(tagger, "dev", str(tmp_path), sentences=sentences, verbose=True)
     out, err = capsys.readouterr()

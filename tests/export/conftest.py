@@ -43,8 +43,8 @@ def tokenizer(model, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def export_dir(model, tokenizer, tmp_path_factory):
-    # With the XLA warm-up (tests/export/test_warmup.py counts its compiles); loading the
-    # SavedModel does not replay it, so the other tests see the same model.
+    # With the XLA warm-up (test_translator_serving.py's fresh process replays it and counts its
+    # compiles); loading the SavedModel does not replay it, so the other tests see the same model.
     translator = Translator.from_backbone(model, tokenizer)
     return translator.export_serving(tmp_path_factory.mktemp("export") / "translator",
                                      warmup_xla=True)

@@ -2,8 +2,9 @@
 
 The SavedModel is loaded in a fresh process where ``zoo`` and Keras cannot be imported (it
 loads tf-text's SentencePiece op library by path, since ``import tensorflow_text`` imports
-Keras for its own Keras layers), and runs every request of ``CASES``: the SavedModel needs
-neither. The same process then imports ``tensorflow_text`` as a TF user does and serves some
+Keras for its own Keras layers), replays its warm-up file as TF Serving does at load, and runs
+every request of ``CASES``: the SavedModel needs neither. XLA's dumps count what each stage
+compiles. The same process then imports ``tensorflow_text`` as a TF user does and serves some
 requests again. The translations must equal those of :func:`zoo.tasks.translate` on the
 in-memory model.
 """
@@ -21,9 +22,11 @@ import pytest
 import tensorflow as tf
 
 from tests.export.conftest import MAX_LENGTH
+from tests.export.test_warmup import read_warmup_requests
 from tests.harness import SAVED_MODEL_CLI_SHOW, load_in_fresh_process
 from zoo.artifacts import serving_path
 from zoo.data import UNK_ID, SentencePieceTokenizer
+from zoo.decoding.text import BUCKETS
 from zoo.tasks import translate
 from zoo.models import Translator
 from zoo.models.translator.serving import MAX_BEAM_SIZE, SIGNATURES
@@ -40,6 +43,7 @@ LONG = "A dog runs. " * 100  # hundreds of tokens, truncated to MAX_LENGTH
 LONGER = "A dog runs. " * 300  # the same first MAX_LENGTH tokens
 TRANSLATED = SENTENCES + MULTISCRIPT + [LONG, LONGER]
 INVALID = [b"A dog \xff runs.\xc3", b"\xc3\x28 two men", b"\x80\x80\xfe"]
+REPAIRED = [text.decode("utf-8", errors="replace") for text in INVALID]
 SHORT = ["A."]  # two tokens
 
 # name -> (signature, inputs, beam_size or None); run by the fresh process.
@@ -74,25 +78,37 @@ CASES = {
     "split_greedy": ("translate_greedy", TRANSLATED * 7, None),
     "split_greedy_xla": ("translate_greedy_xla", TRANSLATED * 7, None),
 }
-# One fresh process (each costs seconds of TensorFlow import) serves CASES without Keras, then
-# USER_CASES after `import tensorflow_text`, then runs `saved_model_cli show --all` (the
-# command is its module's main()).
+# After the XLA warm-up, each side of every row bucket's edge (1, 8, 64; the arithmetic of every
+# batch size is tests/decoding/test_buckets.py's), and past 64: split into parts of 64.
+SWEEP_ROWS = (1, 2, 7, 8, 9, 63, 64, 65, 100, 130)
+# One fresh process (each costs seconds of TensorFlow import) replays the warm-up file and serves
+# CASES and the sweep without Keras, counting XLA's compiles, then USER_CASES after
+# `import tensorflow_text`, then runs `saved_model_cli show --all` (the command is its module's
+# main()).
 USER_CASES = ("default", "greedy")
 _SERVE_SCRIPT = SAVED_MODEL_CLI_SHOW + textwrap.dedent(
     """
-    import base64, json, sys
-    saved_model, cases_path, report_path, sentencepiece_ops, user_cases = sys.argv[1:6]
+    import base64, glob, json, os, sys
+    saved_model, plan_path, report_path, sentencepiece_ops, dump = sys.argv[1:6]
     for name in ["zoo", "keras", "tf_keras"]:
         sys.modules[name] = None  # any import of it raises ImportError
     import tensorflow as tf
     tf.load_op_library(sentencepiece_ops)
-    cases = json.load(open(cases_path))
+    plan = json.load(open(plan_path))
+    cases = plan["cases"]
+
+    def strings(texts):
+        return tf.constant([base64.b64decode(s) for s in texts], tf.string)
+
+    def compiled():  # XLA dumps each program it compiles as module_NNNN.*
+        return len({os.path.basename(p).split(".")[0]
+                    for p in glob.glob(os.path.join(dump, "module_*"))})
 
     def serve(serving, names):
         outputs = {}
         for name in names:
             signature, inputs, beam_size = cases[name]
-            kwargs = {"inputs": tf.constant([base64.b64decode(s) for s in inputs], tf.string)}
+            kwargs = {"inputs": strings(inputs)}
             if beam_size is not None:
                 kwargs["beam_size"] = tf.constant(beam_size, tf.int32)
             translations = serving.signatures[signature](**kwargs)
@@ -106,15 +122,27 @@ _SERVE_SCRIPT = SAVED_MODEL_CLI_SHOW + textwrap.dedent(
 
     before = {name for name, module in sys.modules.items() if module is not None}
     serving = tf.saved_model.load(saved_model)
+    for name, inputs in plan["warmup"]:  # as TF Serving replays the file at load
+        specs = serving.signatures[name].structured_input_signature[1]
+        assert set(inputs) == set(specs), (name, sorted(inputs), sorted(specs))
+        serving.signatures[name](**{
+            key: strings(value) if specs[key].dtype == tf.string
+            else tf.constant(value, specs[key].dtype) for key, value in inputs.items()})
+    compiles = {"warm": compiled()}
     outputs = serve(serving, cases)
+    compiles["cases"] = compiled()
+    for name, text, rows in plan["sweep"]:
+        serving.signatures[name](inputs=strings([text] * rows))
+    compiles["sweep"] = compiled()
     after = {name for name, module in sys.modules.items() if module is not None}
     del sys.modules["keras"], sys.modules["tf_keras"]  # zoo stays blocked
     import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
-    user = serve(tf.saved_model.load(saved_model), user_cases.split(","))
+    user = serve(tf.saved_model.load(saved_model), plan["user_cases"])
     json.dump(
         {
             "outputs": outputs,
             "user_outputs": user,
+            "compiles": compiles,
             "signatures": sorted(serving.signatures),
             "imported_by_the_saved_model": sorted(after - before),
             "modules": sorted(after),
@@ -130,20 +158,34 @@ def _b64(text):
     return base64.b64encode(text if isinstance(text, bytes) else text.encode()).decode()
 
 
-def _serve(export_dir, tmp_path, cases):
-    """Run ``cases`` against the SavedModel in a fresh process; return its report."""
-    cases_path = tmp_path / "cases.json"
+def _serve(export_dir, tmp_path, warmup):
+    """Replay ``warmup``, then serve CASES, the sweep and USER_CASES, in a fresh process;
+    return its report."""
+    xla = sorted({name for name, _ in warmup if name.endswith("_xla")})
+    texts = sorted({inputs["inputs"][0] for name, inputs in warmup if name in xla})
+    plan = {
+        "cases": {name: (signature, [_b64(t) for t in inputs], k)
+                  for name, (signature, inputs, k) in CASES.items()},
+        "warmup": [(name, {key: [_b64(t) for t in value] if value.dtype == object
+                           else value.tolist() for key, value in inputs.items()})
+                   for name, inputs in warmup],
+        "sweep": [(name, _b64(text), rows) for name in xla for rows in SWEEP_ROWS
+                  for text in texts],
+        "user_cases": USER_CASES,
+    }  # fmt: skip
+    plan_path = tmp_path / "plan.json"
     report_path = tmp_path / "report.json"
-    encoded = {name: (sig, [_b64(t) for t in texts], k) for name, (sig, texts, k) in cases.items()}
-    cases_path.write_text(json.dumps(encoded))
+    plan_path.write_text(json.dumps(plan))
     package = importlib.util.find_spec("tensorflow_text").submodule_search_locations[0]
     ops = os.path.join(package, "python", "ops", "_sentencepiece_tokenizer.so")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
+    dump = tmp_path / "xla_dump"
+    env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_dump_to={dump}"
     result = subprocess.run(
         [sys.executable, "-c", _SERVE_SCRIPT, serving_path(export_dir),
-         str(cases_path), str(report_path), ops, ",".join(USER_CASES)],
+         str(plan_path), str(report_path), ops, str(dump)],
         capture_output=True, text=True, env=dict(env, TF_CPP_MIN_LOG_LEVEL="3"),
-        cwd=tmp_path, timeout=300,
+        cwd=tmp_path, timeout=600,
     )  # fmt: skip
     assert result.returncode == 0, f"serving in a fresh process failed:\n{result.stderr[-4000:]}"
     report = json.loads(report_path.read_text())
@@ -154,19 +196,31 @@ def _serve(export_dir, tmp_path, cases):
 
 
 @pytest.fixture(scope="module")
-def served(export_dir, tmp_path_factory):
-    return _serve(export_dir, tmp_path_factory.mktemp("serve"), CASES)
+def warmup(export_dir):
+    """The requests of the export's warm-up file, read by protobuf's parser."""
+    return read_warmup_requests(serving_path(export_dir))
+
+
+@pytest.fixture(scope="module")
+def served(export_dir, warmup, tmp_path_factory):
+    return _serve(export_dir, tmp_path_factory.mktemp("serve"), warmup)
 
 
 @pytest.fixture(scope="module")
 def references(model, tokenizer):
-    """The in-memory translations, by zoo.tasks.translate (XLA)."""
+    """The in-memory translations, by zoo.tasks.translate (XLA). One call per search, as each
+    new batch shape compiles: SHORT and the repaired INVALID go with TRANSLATED, since every
+    source here pads to MAX_LENGTH tokens, alone or not."""
+    n = len(TRANSLATED)
+    beam = translate(model, tokenizer, TRANSLATED + SHORT, beam_size=4, alpha=0.6)
+    greedy = translate(model, tokenizer, TRANSLATED + SHORT + REPAIRED[:-1], method="greedy")
     return {
-        "beam": translate(model, tokenizer, TRANSLATED, beam_size=4, alpha=0.6),
-        "greedy": translate(model, tokenizer, TRANSLATED, method="greedy"),
+        "beam": beam[:n],
+        "greedy": greedy[:n],
         "beam_2": translate(model, tokenizer, TRANSLATED, beam_size=2, alpha=0.6),
-        "short_greedy": translate(model, tokenizer, SHORT, method="greedy"),
-        "short_beam": translate(model, tokenizer, SHORT, beam_size=4, alpha=0.6),
+        "short_greedy": greedy[n : n + 1],
+        "short_beam": beam[n:],
+        "invalid_utf8": greedy[n + 1 :],
     }
 
 
@@ -219,6 +273,24 @@ def test_it_serves_the_same_after_import_tensorflow_text(served):
         assert served["user_outputs"][name]["texts"] == served["outputs"][name]["texts"], name
 
 
+def test_after_the_xla_warm_up_no_request_compiles(served, warmup):
+    """The export's XLA warm-up (16 source positions: one padded length) compiles every program
+    of its _xla signatures; then CASES, and requests of batch sizes on each side of every row
+    bucket's edge at every padded length, and of 100 and 130 (split into parts of 64), through
+    both, compile nothing. Counted from XLA's dumps (a loaded signature has one concrete
+    function; XLA compiles per shape beneath it)."""
+    xla = sorted({name for name, _ in warmup if name.endswith("_xla")})
+    lengths = len(BUCKETS.widths(MAX_LENGTH))
+    programs = len(BUCKETS.rows) * lengths * 2  # batch buckets x lengths x signatures
+    assert xla == ["translate_greedy_xla", "translate_xla"]
+    assert len({inputs["inputs"][0] for name, inputs in warmup if name in xla}) == lengths
+    assert len(warmup) == 3 + programs  # + 3 plain
+    compiles = served["compiles"]
+    assert compiles["warm"] >= programs, compiles  # each program compiled (a stage may be 2)
+    # CASES' _xla requests, then 10 batch sizes a length: 0 compiles.
+    assert compiles["cases"] == compiles["sweep"] == compiles["warm"], compiles
+
+
 def test_translations_equal_translate_of_the_in_memory_model(served, references):
     outputs = {name: output["texts"] for name, output in served["outputs"].items()}
     assert all(output["keys"] == ["translations"] for output in served["outputs"].values())
@@ -264,13 +336,12 @@ def test_long_inputs_are_truncated(served, references, tokenizer):
         assert texts[TRANSLATED.index(LONG)] == texts[TRANSLATED.index(LONGER)]
 
 
-def test_invalid_utf8_is_replaced(model, tokenizer, served):
-    repaired = [text.decode("utf-8", errors="replace") for text in INVALID]
-    assert all("\ufffd" in text for text in repaired)
+def test_invalid_utf8_is_replaced(tokenizer, served, references):
+    assert all("\ufffd" in text for text in REPAIRED)
     # SentencePiece's normalization drops U+FFFD: the last input, nothing but invalid bytes,
     # has no tokens left, and translates to "".
-    assert tokenizer.tokenize(tf.constant(repaired[-1:])).row_lengths().numpy().tolist() == [0]
-    expected = translate(model, tokenizer, repaired[:-1], method="greedy") + [""]
+    assert tokenizer.tokenize(tf.constant(REPAIRED[-1:])).row_lengths().numpy().tolist() == [0]
+    expected = references["invalid_utf8"] + [""]  # translate() of the repaired inputs
     assert served["outputs"]["invalid_utf8"]["texts"] == expected
     assert len(served["outputs"]["invalid_utf8_beam"]["texts"]) == len(INVALID)
     outputs = served["outputs"]
@@ -287,6 +358,12 @@ def test_other_scripts_and_emoji_pass_through_the_tokenizer(export_dir, served):
     assert all(served["outputs"]["default"]["texts"][first : first + len(MULTISCRIPT)])
 
 
+@pytest.fixture(scope="module")
+def translator(model, tokenizer):
+    """The session's model as a task model: one copy of the backbone for the refusals."""
+    return Translator.from_backbone(model, tokenizer)
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
@@ -298,9 +375,9 @@ def test_other_scripts_and_emoji_pass_through_the_tokenizer(export_dir, served):
         ({"alpha": float("nan")}, "alpha must be a finite number"),
     ],
 )
-def test_bad_settings_are_refused_before_writing(model, tokenizer, tmp_path, kwargs, match):
+def test_bad_settings_are_refused_before_writing(translator, tmp_path, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        Translator.from_backbone(model, tokenizer).export_serving(tmp_path / "out", **kwargs)
+        translator.export_serving(tmp_path / "out", **kwargs)
     assert not (tmp_path / "out").exists()
 
 

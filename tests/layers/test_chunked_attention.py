@@ -39,10 +39,12 @@ def _values_and_gradients(layer, inputs, **kwargs):
     return [np.asarray(y)] + [np.asarray(g) for g in gradients]
 
 
-def _assert_equals_full_attention(layer, inputs, keep=None, **kwargs):
-    """Values and gradients equal those of ``MultiHeadAttention`` with the same weights."""
-    layer(*inputs)  # builds it
-    twin = full_attention_twin(layer, *inputs)
+def _assert_equals_full_attention(layer, inputs, keep=None, twin=None, **kwargs):
+    """Values and gradients equal those of ``MultiHeadAttention`` with the same weights (its
+    ``twin``, made here unless given); returns the twin."""
+    if twin is None:
+        layer(*inputs)  # builds it
+        twin = full_attention_twin(layer, *inputs)
     got = _values_and_gradients(layer, inputs, **kwargs)
     want = _values_and_gradients(twin, inputs, **kwargs)
     names = ["output"] + [f"d input {i}" for i in range(len(inputs))] + [
@@ -54,6 +56,7 @@ def _assert_equals_full_attention(layer, inputs, keep=None, **kwargs):
         # rounding grows with its size.
         np.testing.assert_allclose(a, b, atol=1e-5 * max(1.0, np.abs(b).max()), rtol=1e-5,
                                    err_msg=name)
+    return twin
 
 
 # ---------------------------------------------------------------- harness runs
@@ -90,9 +93,9 @@ def test_values_and_gradients_equal_full_attention_with_every_mask(score, chunk_
     query, value = _x(B, T, D), _x(B, S, 12)
     pattern = RNG.random((B, T, S)) > 0.3
     pattern[0, 2] = False  # a query row with no key: full attention spreads it evenly
-    _assert_equals_full_attention(layer, [query, value], padding_mask=PADDING,
-                                  attention_mask=pattern)  # fmt: skip
-    _assert_equals_full_attention(layer, [query, value], padding_mask=PADDING)
+    twin = _assert_equals_full_attention(layer, [query, value], padding_mask=PADDING,
+                                         attention_mask=pattern)  # fmt: skip
+    _assert_equals_full_attention(layer, [query, value], twin=twin, padding_mask=PADDING)
 
 
 @pytest.mark.parametrize("chunk_size", [2, 3, T])

@@ -26,13 +26,14 @@ from tests.harness import SAVED_MODEL_CLI_SHOW
 from tests.models.tagger_reference import encode, tag_sentences, tagging_windows
 from tests.models.test_tagger_task import (
     MAX_LENGTH,
+    ewt,
     ewt_vocabulary,
     long_sentence,
     random_tagger,
     trained_tagger,
 )
 from zoo.artifacts import serving_path
-from zoo.data import UPOS_TAGS, TaggerVocabulary, load_ud_english_ewt
+from zoo.data import UPOS_TAGS, TaggerVocabulary
 from zoo.models import Tagger, TaggerPreprocessor, build_tagger
 from zoo.tasks.tagging.config import get_config as tagger_config  # a run's: it trains
 from zoo.models.tagger import preprocessor as preprocessor_module
@@ -55,15 +56,15 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 def _dev_sentences():
     """About 50 EWT dev sentences: the first 30, and others with non-ASCII characters, words
     longer than the character window (8 characters between the markers) and capitals."""
-    dev = load_ud_english_ewt("dev")
-    chosen = dev[:30]
+    dev = ewt("dev")
+    chosen = list(dev[:30])
     chosen += [s for s in dev[30:] if any(ord(c) > 127 for w in s.words for c in w)][:8]
     chosen += [s for s in dev[30:] if sum(len(w) > 12 for w in s.words) >= 2][:6]
     chosen += [s for s in dev[30:] if sum(w.isupper() and len(w) > 2 for w in s.words) >= 2][:6]
     return [" ".join(s.words) for s in chosen]
 
 
-_LONG_SOURCE = load_ud_english_ewt("dev")[:12]
+_LONG_SOURCE = ewt("dev")[:12]
 DEV = _dev_sentences()
 LONG = [" ".join(long_sentence(_LONG_SOURCE, n)) for n in (3 * MAX_LENGTH + 5, MAX_LENGTH,
                                                            MAX_LENGTH + 1, 5 * MAX_LENGTH)]  # fmt: skip
@@ -261,7 +262,7 @@ def test_window_plan_equals_tagging_windows_for_wide_windows(window):
 
 @pytest.mark.parametrize("lowercase, max_word_length", [(True, 10), (False, 10), (True, 9)])
 def test_the_graph_encodes_words_as_the_vocabulary_does(lowercase, max_word_length):
-    words = sorted({w for s in load_ud_english_ewt("dev")[:300] for w in s.words})
+    words = sorted({w for s in ewt("dev")[:300] for w in s.words})
     tricky = ["ΟΔΟΣ", "οδος", "İSTANBUL", "Straße", "STRASSE", "A\x00B", "\x00", "Ǆ", "🏃‍♀️",
               "x" * 30, "ab", "abcdefghij", "abcdefghijk", "ﬃ", "\ufffd", "Ünïcödé"]  # fmt: skip
     # Words that lowercasing must find: final sigma, dotted I, NUL inside.

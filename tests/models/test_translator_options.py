@@ -204,12 +204,11 @@ def test_the_nat_takes_a_cross_attention_score():
     np.testing.assert_allclose(logits[real], np.asarray(out["tokens"])[real], atol=1e-5)
 
 
-def test_scheduled_sampling_second_pass_reads_gold_tokens_or_the_first_pass_predictions():
+def test_scheduled_sampling_second_pass_reads_gold_tokens_or_the_first_pass_predictions(plain):
     """The same seed builds the same weights as the plain model. At gold probability 1 the
     second pass is the plain model's teacher-forced pass (in training as at inference); at 0,
     in training, it is the plain model's pass over the first pass's argmax predictions,
     shifted right, with BOS and the padding kept; at inference it is teacher forcing again."""
-    plain = tiny_translator()
     target_in = teacher_forced_input()
     target_in[0, 4:] = 0  # padding
     inputs = {"source": SOURCES, "target_in": target_in}
@@ -316,9 +315,8 @@ def test_guided_attention_moves_attention_to_the_diagonal_faster():
     assert off_diagonal[1.0] < 0.7 * off_diagonal[0.0], off_diagonal
 
 
-def test_guided_attention_changes_training_only(tmp_path):
+def test_guided_attention_changes_training_only(plain, tmp_path):
     """Inference is the plain model's; the loss weight's step survives a .keras file."""
-    plain = tiny_translator()
     model = tiny_translator(guided_attention_weight=1.0, guided_attention_decay=0.9)
     inputs = {"source": SOURCES, "target_in": teacher_forced_input()}
     np.testing.assert_allclose(np.asarray(model(inputs)), np.asarray(plain(inputs)), atol=1e-6)
@@ -357,8 +355,7 @@ def test_bad_schedule_parameters_are_refused_by_field(overrides, match):
         translator_config("tiny", scheduled_sampling="exponential", **overrides)
 
 
-def test_the_copy_mechanism_outputs_log_probabilities_and_is_off_by_default():
-    plain = tiny_translator()
+def test_the_copy_mechanism_outputs_log_probabilities_and_is_off_by_default(plain):
     assert "pointer_generator" not in [layer.name for layer in plain.layers]
     model = tiny_translator(copy_mechanism=True)
     outputs = np.asarray(model({"source": SOURCES, "target_in": teacher_forced_input()}))

@@ -20,6 +20,9 @@ def _compiled(steps):
     keras.utils.set_random_seed(0)
     model = task.build_model(config)
     task.compile_model(model, config)
+    # Its variables (the accumulators too) before the first step, as train() makes them: made
+    # inside it, they would have TensorFlow trace that step twice.
+    model.optimizer.build(model.trainable_variables)
     return model
 
 

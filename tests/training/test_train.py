@@ -1,9 +1,11 @@
 """train() end to end at tiny size: the workdir, resume after a crash, config guarding."""
 
+import csv
 import dataclasses
 import json
 import os
 
+import keras
 import numpy as np
 import pytest
 
@@ -14,28 +16,38 @@ from zoo.tasks import get_task
 from zoo.training import train
 
 TASK = get_task("translator")
-PAIRS = load_multi30k("train")[:1500]
+PAIRS = load_multi30k("train")[:300]
 VAL = load_multi30k("val")[:60]
 CONFIG = get_config("tiny", vocab_size=400, epochs=2, batch_tokens=1024, max_length=32)
 
 
-def test_train_writes_the_workdir_and_resumes_after_a_crash(tmp_path):
+def test_a_mixed_precision_run_writes_the_workdir_scores_bleu_and_resumes_after_a_crash(tmp_path):
+    # One run has every part (the mixed policy, the BLEU callback, the crash and the resume):
+    # each train() call builds and traces a model again, most of its time.
     workdir = str(tmp_path / "run")
+    options = dict(train_data=PAIRS, validation_data=VAL, mixed_precision=True,
+                   bleu_sample_size=8, verbose=0)  # fmt: skip
     with pytest.raises(RuntimeError, match="simulated crash"):
-        train(TASK, CONFIG, workdir, train_data=PAIRS, validation_data=VAL, bleu_sample_size=0,
-              callbacks=[CrashAtEpoch(1)], verbose=0)
+        train(TASK, CONFIG, workdir, callbacks=[CrashAtEpoch(1)], **options)
+    assert keras.config.dtype_policy().name == "float32"  # restored, after a crash too
     for name in ("config.json", "sentencepiece.model", "checkpoint.keras", "backup", "logs"):
         assert os.path.exists(os.path.join(workdir, name)), name
     with open(os.path.join(workdir, "config.json")) as f:
         assert json.load(f)["vocab_size"] == 400
 
     # The same command again resumes: only the second epoch is left to run.
-    model, history, tokenizer = train(TASK, CONFIG, workdir, train_data=PAIRS,
-                                      validation_data=VAL, bleu_sample_size=0, verbose=0)
+    model, history, tokenizer = train(TASK, CONFIG, workdir, **options)
     assert history.epoch == [1]
-    assert np.isfinite(history.history["loss"][0])
     assert os.path.exists(os.path.join(workdir, "model.keras"))
     assert tokenizer.vocab_size == 400
+    assert keras.config.dtype_policy().name == "float32"
+    assert model.get_layer("encoder_block_0").compute_dtype == "bfloat16"
+    assert all(w.dtype == "float32" for w in model.trainable_weights)
+    with open(os.path.join(workdir, "history.csv")) as f:
+        rows = list(csv.DictReader(f))
+    assert [int(row["epoch"]) for row in rows] == [0, 1]  # the validation BLEU of each epoch
+    assert all(np.isfinite(float(row["loss"])) and 0.0 <= float(row["val_bleu"]) <= 100.0
+               for row in rows)  # fmt: skip
 
     # Resuming with another model is refused, naming the fields; training longer is not.
     with pytest.raises(ValueError, match=r"d_model"):
@@ -46,21 +58,6 @@ def test_train_writes_the_workdir_and_resumes_after_a_crash(tmp_path):
 def test_train_rejects_a_non_config(tmp_path):
     with pytest.raises(TypeError, match="TranslatorRun"):
         train(TASK, {"d_model": 8}, str(tmp_path))
-
-
-def test_mixed_precision_training_and_validation_bleu(tmp_path):
-    import keras
-
-    model, history, _ = train(
-        TASK, CONFIG, str(tmp_path / "mixed"), train_data=PAIRS[:200], validation_data=VAL,
-        mixed_precision=True, bleu_sample_size=8, verbose=0,
-    )
-    assert keras.config.dtype_policy().name == "float32"  # the global policy is restored
-    assert model.get_layer("encoder_block_0").compute_dtype == "bfloat16"
-    assert all(w.dtype == "float32" for w in model.trainable_weights)
-    assert np.all(np.isfinite(history.history["loss"]))
-    bleu = history.history["val_bleu"]
-    assert len(bleu) == CONFIG.epochs and all(0.0 <= b <= 100.0 for b in bleu)
 
 
 def test_a_field_added_since_the_workdir_counts_at_its_default(tmp_path):
