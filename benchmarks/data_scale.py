@@ -168,28 +168,122 @@ def pipeline_throughput(corpus, vocabulary_folder, seconds=20.0):
     return tokens / elapsed, batches / elapsed, tokens / batches, pairs / batches
 
 
-def resume_seconds(corpus, vocabulary_folder, pairs_per_batch):
-    """Seconds from a resumed run's dataset to its first batch, from the middle of an epoch
-    (``skip_done`` at half the epoch's batches, which it rebuilds), and from a fresh start."""
-    from zoo.data import ParallelCorpus
-    from zoo.data.epoch_order import DataPosition, skip_done
+def _window_count(data, shuffle_buffer):
+    """The windows of an epoch of the unweighted corpus ``data``
+    (:meth:`zoo.data.ParallelCorpus.windows`: ``CYCLE`` pieces each)."""
+    from zoo.data.parallel_corpus import CYCLE
+
+    piece = -(-shuffle_buffer // CYCLE)
+    pieces = sum(-(-record.lines // piece) for _, record, _ in data.shards)
+    return -(-pieces // CYCLE)
+
+
+def resume_seconds(corpus, vocabulary_folder):
+    """Seconds from a training dataset to its first batch: fresh (epoch 1 from its start),
+    and resumed from the middle of epoch 1 as a backup there resumes: in the middle window,
+    after half of its batches (counted beforehand by making that window alone, untimed), the
+    windows before never made. Returns (fresh, resumed, the window, its windows, batches of
+    it skipped)."""
+    from zoo.data import DataPosition, ParallelCorpus
     from zoo.tasks import get_task
 
     task = get_task("translator")
     config = task.get_config("small")
     vocabulary = task.load_vocabulary(vocabulary_folder)
     data = ParallelCorpus([corpus])
-    half = int(data.num_pairs / pairs_per_batch / 2)
-    seconds = {}
-    for skip in (0, half):
+    windows = _window_count(data, config.shuffle_buffer)
+    middle = windows // 2
+
+    def dataset(done, window):
         position = DataPosition()
-        position.set(epoch=1, skip=skip)
-        dataset = skip_done(task.dataset(config, vocabulary, data, training=True,
-                                         jit_compile=True, epoch=position.epoch), position)
+        position.set(1, done, window)
+        return position, task.dataset(config, vocabulary, data, training=True,
+                                      jit_compile=True, epoch=position)  # fmt: skip
+
+    position, counting = dataset(1, (middle, 0))  # the middle window's batches, counted
+    made = 0
+    for _ in counting:
+        row = position.log[(made + 1) % position.LOG_SIZE].numpy()
+        if row[2] != middle:
+            break
+        made += 1
+    skip = made // 2
+    seconds = {}
+    for name, done, window in (("fresh", 0, None), ("resumed", 1 + skip, (middle, skip))):
+        _, ds = dataset(done, window)
         start = time.perf_counter()
-        next(iter(dataset))
-        seconds[skip] = time.perf_counter() - start
-    return half, seconds[0], seconds[half]
+        next(iter(ds))
+        seconds[name] = time.perf_counter() - start
+    return seconds["fresh"], seconds["resumed"], middle, windows, skip
+
+
+def backup_cost(vocabulary_folder, repeats=3):
+    """The backup that every ``--backup-every`` step writes, for ``--preset small``: its
+    files' megabytes (the latest; the one before is kept beside it) and the median seconds
+    to write it."""
+    from zoo.data import DataPosition
+    from zoo.tasks import get_task
+    from zoo.training.callbacks import ResumableBackup
+
+    task = get_task("translator")
+    config = task.get_config("small")
+    config = task.resolve_config(config, task.load_vocabulary(vocabulary_folder))
+    model = task.compile_model(task.build_model(config), config)
+    model.optimizer.build(model.trainable_variables)
+    with tempfile.TemporaryDirectory() as folder:
+        backup = ResumableBackup(folder, DataPosition(), save_every=1)
+        backup.set_model(model)
+        backup._epoch, backup._done = 1, 1
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            backup._save_model()
+            times.append(time.perf_counter() - start)
+        latest = [backup._weights_path, backup._training_metadata_path]
+        size = sum(os.path.getsize(path) for path in latest)
+    return size / 1e6, sorted(times)[len(times) // 2]
+
+
+RESUME_TITLE = "Data at scale: a resume's first batch at 1M, 5M and 20M pairs"
+
+
+def resume_table(sizes):
+    """The first batch of a fresh and of a mid-epoch resumed training dataset, by size."""
+    import common
+    from zoo.data import load_multi30k
+
+    pairs = load_multi30k("train")
+    shipped = os.path.join(ROOT, "saved_models", "translator-en-de")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="zoo-data-scale-") as tmp:
+        for size in sizes:
+            began = time.monotonic()
+            corpus = make_corpus(os.path.join(tmp, f"corpus-{size}"), pairs, size)
+            made = time.monotonic() - began
+            fresh, resumed, window, windows, skip = resume_seconds(corpus, shipped)
+            rows.append([f"{size:,}", f"{fresh:.1f}", f"{resumed:.1f}",
+                         f"{resumed / fresh:.2f}x", f"{window + 1} of {windows}, after {skip}",
+                         f"{made:.0f}"])  # fmt: skip
+            print(" | ".join(rows[-1]), flush=True)
+            subprocess.run(["rm", "-rf", corpus[0].rsplit("/", 1)[0]], check=True)
+    megabytes, seconds = backup_cost(shipped)
+    notes = [
+        "first batch: seconds from the task's training dataset (`--preset small`, the shipped "
+        "vocabulary, shuffle windows of 100,000 pairs) to its first batch; fresh is epoch 1 "
+        "from its start, resumed is epoch 1 from where a backup in its middle window, after "
+        "half of that window's batches, resumes (`DataPosition.window_of`): the windows "
+        "before are not read, the batches done of its own window are made again and dropped",
+        "target: resumed within 2x of fresh at every size",
+        f"the backup (`--preset small`, weights and optimizer state, the data position): "
+        f"{megabytes:.1f} MB, written in {seconds:.2f} s (median of 3); the position adds "
+        "two numbers to its metadata",
+        "the corpora: Multi30k's training pairs drawn at random (seeded), gzipped shards of "
+        "1M lines in a temporary folder, never committed; `corpus made s` is their writing",
+    ]
+    header = ["pairs", "first batch s (fresh)", "first batch s (mid-epoch resume)",
+              "resume / fresh", "resumed in window", "corpus made s"]  # fmt: skip
+    common.publish_table(RESUME_TITLE, "python benchmarks/data_scale.py --resume-only "
+                         + " ".join(str(size) for size in sizes), header, rows, notes)
 
 
 def main(argv=None):
@@ -201,7 +295,12 @@ def main(argv=None):
     parser.add_argument("--sentencepiece-only", type=int, metavar="PAIRS",
                         help="measure only what learning the vocabulary holds, on a corpus of "
                              "PAIRS pairs (a table of its own)")
+    parser.add_argument("--resume-only", type=int, nargs="+", metavar="PAIRS",
+                        help="measure only a resume's first batch, at these sizes (a table of "
+                             "its own)")
     args = parser.parse_args(argv)
+    if args.resume_only:
+        return resume_table(args.resume_only)
     if args.sentencepiece_only:
         return sentencepiece_table(args.sentencepiece_only)
 
@@ -212,7 +311,7 @@ def main(argv=None):
     shipped = os.path.join(ROOT, "saved_models", "translator-en-de")
     vocabulary = os.path.join(shipped, "sentencepiece.model")
     valid = multi30k_files("val")
-    rows = []
+    rows, measured = [], []  # the table's cells, and the figures the notes compare
     with tempfile.TemporaryDirectory(prefix="zoo-data-scale-") as tmp:
         for size in args.sizes:
             began = time.monotonic()
@@ -223,50 +322,42 @@ def main(argv=None):
             learned = None if args.no_learned else run_train(
                 corpus, valid, os.path.join(tmp, f"learned-{size}"), args.steps)  # fmt: skip
             tokens, batches, per_batch, pairs_per_batch = pipeline_throughput(corpus, shipped)
-            skipped, fresh, resumed = resume_seconds(corpus, shipped, pairs_per_batch)
+            fresh, resumed, window, windows, _ = resume_seconds(corpus, shipped)
+            measured.append({"size": size, "rss": given["peak_rss"], "fresh": fresh,
+                             "resumed": resumed, "first_step": given["first_step_seconds"]})
             step_tokens = given["steps_per_second"] * per_batch
             row = [f"{size:,}", f"{given['peak_rss'] / 2**30:.2f}",
                    f"{given['first_step_seconds']:.1f}",
                    "-" if learned is None else f"{learned['peak_rss'] / 2**30:.2f}",
                    "-" if learned is None else f"{learned['first_step_seconds']:.1f}",
                    f"{tokens:,.0f}", f"{step_tokens:,.0f}", f"{tokens / step_tokens:.1f}x",
-                   f"{fresh:.1f}", f"{resumed:.1f} ({skipped:,})", f"{made:.0f}"]  # fmt: skip
+                   f"{fresh:.1f}", f"{resumed:.1f} (window {window + 1} of {windows})",
+                   f"{made:.0f}"]  # fmt: skip
             rows.append(row)
             print(" | ".join(row), flush=True)
             for name in os.listdir(tmp):  # the corpus and the workdirs: disk back, one at a time
                 subprocess.run(["rm", "-rf", os.path.join(tmp, name)], check=True)
 
-    first, last = rows[0], rows[-1]
+    first, last = measured[0], measured[-1]
     notes = [
         "each `zoo train` in a child Python ended after its first trained step and "
         f"{args.steps} more; peak memory is the child's maximum resident set",
         "first step: from the command's start (TensorFlow's import, the scan of every file, "
         "the model, the first step's XLA compilation) to the end of its first trained step",
-        f"ratios, {last[0]} pairs against {first[0]} (given the vocabulary): memory "
-        f"{float(last[1]) / float(first[1]):.2f}x (target at most 1.3x), first step "
-        f"{float(last[2]) / float(first[2]):.2f}x (target at most 2x)",
+        f"ratios, {last['size']:,} pairs against {first['size']:,} (given the vocabulary): "
+        f"memory {last['rss'] / first['rss']:.2f}x (target at most 1.3x), first step "
+        f"{last['first_step'] / first['first_step']:.2f}x (target at most 2x)",
         "the shuffle buffer (100,000 pairs) is held at every size; the learned vocabulary "
         "adds the SentencePiece trainer's memory for its sample",
         "pipeline: the task's training dataset alone, padded source and target positions per "
         "second; the train step's: the median step's rate (a step that meets a new bucket "
         "shape compiles it first) times the pipeline's mean tokens per batch",
-        "first batch: seconds from the training dataset (the shuffle buffer filled) to its first "
-        "batch, fresh and resumed from the middle of an epoch (`skip_done` rebuilds the "
-        "batches done, their number in brackets: half the epoch's estimate from the mean "
-        "pairs per batch)",
+        "first batch: seconds from the training dataset to its first batch, fresh and resumed "
+        "from the middle of an epoch (in its middle window, after half of that window's "
+        "batches; the windows before are not read): see the resume table",
+        f"a resume from the middle of an epoch at {last['size']:,} pairs waits "
+        f"{last['resumed']:.1f} s for its first batch against {last['fresh']:.1f} s fresh",
     ]
-    fresh, resumed = float(last[9]), float(last[10].split()[0])
-    notes.append(
-        f"a resume from the middle of an epoch at {last[0]} pairs waits {resumed:.0f} s for its "
-        f"first batch against {fresh:.0f} s fresh: `skip_done` rebuilds the batches done at the "
-        "pipeline's rate (read, tokenized, bucketed, dropped)"
-        + ("" if resumed - fresh <= 60 else
-           "; over a minute. What would cut it: the tf.data iterator's state kept in the backup "
-           "(`tf.train.Checkpoint(iterator=...)`: the shuffle window and the buckets' contents, "
-           "tens of MB), restored in seconds wherever the epoch stood, which needs zoo to own "
-           "the iterator that Keras's `fit` makes from the dataset; or skipping whole pieces of "
-           "lines before tokenizing, which needs the buckets' contents at the backup recorded")
-    )  # fmt: skip
     header = ["pairs", "peak GiB (given)", "first step s (given)", "peak GiB (learned)",
               "first step s (learned)", "pipeline tokens/s", "train step tokens/s",
               "pipeline / step", "first batch s (fresh)", "first batch s (mid-epoch resume)",

@@ -10,7 +10,9 @@ from zoo.data import (
     BOS_ID,
     EOS_ID,
     PAD_ID,
+    DataCounts,
     DataPosition,
+    ParallelCorpus,
     bucket_spec,
     load_multi30k,
     make_translation_dataset,
@@ -296,3 +298,56 @@ def test_skipping_done_batches_keeps_the_options_and_skips(pairs, tokenizer):
     assert [labels.numpy().tolist() for _, labels in skipping] == everything
     position.set(0, skip=2)
     assert [labels.numpy().tolist() for _, labels in skipping] == everything[2:]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["in_memory", "streamed"])
+def test_a_pass_resumes_at_any_batch_without_making_the_windows_before(
+        pairs, tokenizer, tmp_path, streamed):
+    """A resumed run starts its pass where its backup's position says: in the window of the
+    last batch done, after that window's batches done (``DataPosition.window_of``, from the
+    pass's log). It gives the rest of the epoch batch for batch, the CMLM's masks included,
+    and reads no pair of the windows before (``DataCounts``). A backup without the window (from
+    before) rebuilds the batches done and drops them, to the same."""
+    from zoo.models.nat.objectives import CMLMObjective
+
+    data = pairs[:240]
+    if streamed:  # two shards of 120 lines: pieces of 12, windows of 4 pieces
+        for side, language in enumerate(("en", "de")):
+            for shard in range(2):
+                lines = [pair[side] + "\n" for pair in data[shard * 120 : (shard + 1) * 120]]
+                (tmp_path / f"train.{shard}.{language}").write_text("".join(lines))
+        data = ParallelCorpus([(str(tmp_path / "train.*.en"), str(tmp_path / "train.*.de"))])
+    counts = DataCounts()
+
+    def run(done=0, window=None):
+        position = DataPosition()
+        ds = make_translation_dataset(data, tokenizer, batch_tokens=256, max_length=32, seed=3,
+                                      epoch=position, shuffle_buffer=48, counts=counts,
+                                      objective=CMLMObjective(32, EOS_ID, max_offset=8))
+        ds = skip_done(ds, position)  # train()'s: the pass skips by itself
+        position.set(1, done, window)
+        before = int(counts.read.numpy())
+        made = [[t.numpy() for t in tf.nest.flatten(batch)] for batch in ds]
+        return made, position, int(counts.read.numpy()) - before
+
+    def assert_same(made, expected):
+        assert len(made) == len(expected)
+        for a, b in zip(made, expected):
+            for x, y in zip(a, b):
+                np.testing.assert_array_equal(x, y)
+
+    full, position, read = run()
+    assert read == 240
+    logged = position.log.numpy()[: len(full)].tolist()
+    assert [row[:2] for row in logged] == [[1, n] for n in range(len(full))]
+    windows = [row[2] for row in logged]
+    assert windows == sorted(windows) and windows[-1] == 4  # 5 windows of 48 pairs
+    for done in sorted(np.random.default_rng(0).choice(range(1, len(full)), 3, replace=False)):
+        where = position.window_of(1, int(done))
+        assert where == (windows[done - 1], windows[: done].count(windows[done - 1]))
+        made, _, read = run(int(done), where)
+        assert_same(made, full[done:])
+        assert read == 240 - 48 * where[0], (done, where)  # from its window on
+    made, _, read = run(int(done))  # the window not known: rebuilt
+    assert_same(made, full[done:])
+    assert read == 240

@@ -23,6 +23,7 @@ from zoo.artifacts import BACKUP_DIR, SENTENCEPIECE_FILE
 from zoo.data import ParallelCorpus, load_multi30k, load_ud_english_ewt
 from zoo.tasks import get_task
 from zoo.training import train
+from zoo.training.callbacks import ResumableBackup
 
 PAIRS = load_multi30k("train")[:300]
 VAL = load_multi30k("val")[:16]
@@ -70,7 +71,7 @@ def write_shards(folder, shards=3):
 def run(workdir, kill_at=None, corpus=None):
     """The same command every time (and, with ``kill_at``, the kill); the model and the
     number of batches trained on. The pairs are streamed from ``corpus``'s files (a folder of
-    :func:`write_shards`) in pieces of 40 lines (shuffle windows of 40)."""
+    :func:`write_shards`) in shuffle windows of 40 pairs (4 pieces of 10 lines)."""
     keras.utils.set_random_seed(0)
     counter = KillAtBatch(workdir, kill_at)
     config = dataclasses.replace(translator_config(), shuffle_buffer=40)
@@ -131,12 +132,14 @@ def _tagger():
 def _nat():
     config = get_task("nat").get_config("tiny", vocab_size=400, epochs=2, batch_tokens=512,
                                         max_length=24, dropout=0.1, attention_dropout=0.1,
-                                        activation_dropout=0.1)  # and the CMLM masks
+                                        activation_dropout=0.1,  # and the CMLM masks
+                                        shuffle_buffer=64)  # 4 windows an epoch
     return "nat", config, PAIRS[:200], VAL
 
 
-def _translator():  # in memory, with dropout
-    return "translator", translator_config(dropout=0.1), PAIRS[:200], VAL
+def _translator():  # in memory, with dropout, 4 windows an epoch
+    config = dataclasses.replace(translator_config(dropout=0.1), shuffle_buffer=64)
+    return "translator", config, PAIRS[:200], VAL
 
 
 @pytest.mark.parametrize("make", [_translator, _tagger, _nat], ids=["translator", "tagger", "nat"])
@@ -160,6 +163,13 @@ def test_a_run_stopped_at_a_random_batch_resumes_to_the_weights_of_one_never_sto
     with open(tmp_path / "copies" / str(stop_at) / BACKUP_DIR / "training_metadata.json") as f:
         backup = json.load(f)
     assert backup["seeds"], backup  # the states of the model's random seeds
+    # The translators' pipelines resume in the window of the last batch done, the tagger's
+    # (a treebank in memory) by making the batches done again.
+    assert ("window" in backup) == (name != "tagger" and backup["batches"] > 0), backup
+    said = ResumableBackup.describe(str(tmp_path / "copies" / str(stop_at) / BACKUP_DIR))
+    if backup["batches"]:  # as `zoo train` says it, resuming
+        assert ("in its window" in said) == (name != "tagger"), said
+        assert ("made again and dropped" in said) == (name == "tagger"), said
     resumed = fit(tmp_path / "copies" / str(stop_at))
     assert int(resumed.optimizer.iterations) == int(expected.optimizer.iterations), stop_at
     for want, got in zip(expected.get_weights(), resumed.get_weights()):

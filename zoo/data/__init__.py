@@ -12,7 +12,14 @@ from zoo.data.conllu import (
     load_ud_english_ewt,
     read_conllu,
 )
-from zoo.data.epoch_order import DataCounts, DataPart, DataPosition, epoch_shuffled, skip_done
+from zoo.data.epoch_order import (
+    DataCounts,
+    DataPart,
+    DataPosition,
+    epoch_shuffled,
+    resumable_pass,
+    skip_done,
+)
 from zoo.data.lemma_scripts import apply_lemma_script, lemma_script
 from zoo.data.multi30k import (
     MULTI30K_LANGUAGES,
@@ -89,6 +96,7 @@ __all__ = [
     "read_conllu",
     "read_lines",
     "read_parallel",
+    "resumable_pass",
     "skip_done",
     "split_long_sentences",
     "train_sentencepiece",

@@ -12,6 +12,7 @@ __all__ = [
     "draw_seed",
     "epoch_shuffled",
     "per_pass",
+    "resumable_pass",
     "skip_done",
 ]
 
@@ -29,22 +30,55 @@ class DataPart(typing.NamedTuple):
 
 class DataPosition:
     """Where training is in its data: the epoch, which fixes the epoch's order
-    (:func:`epoch_shuffled`), and the batches of it to skip (:func:`skip_done`), those a
-    resumed run has trained on already. Two int64 ``tf.Variable`` that the pipeline reads
-    once, as each pass over the data begins; ``zoo.training``'s ``ResumableBackup`` sets them.
+    (:func:`epoch_shuffled`), and where a resumed run starts in it: after ``skip`` batches,
+    those it has trained on already. int64 ``tf.Variable`` that the pipeline reads once, as
+    each pass over the data begins; ``zoo.training``'s ``ResumableBackup`` sets them.
+
+    A pipeline that makes its epoch window by window (:func:`resumable_pass`) starts at
+    ``window``, after ``window_skip`` of its batches, without making the windows before:
+    it records in ``log`` the window of each batch it makes, which the backup reads for the
+    batch it saves after (:meth:`window_of`). ``window`` -1: not known (a backup from
+    before), so the pass rebuilds and drops the ``skip`` batches (:func:`skip_done`).
 
     Read once per pass, not per element: Keras makes the next epoch's iterator before the
     epoch's callbacks run, and prefetching makes elements ahead, so a value read per element
     would race with the callback that sets it.
     """
 
+    LOG_SIZE = 4096  # batches whose window is kept: far more than a pipeline reads ahead
+
     def __init__(self):
         self.epoch = tf.Variable(0, dtype=tf.int64, trainable=False, name="data_epoch")
         self.skip = tf.Variable(0, dtype=tf.int64, trainable=False, name="data_skip")
+        self.window = tf.Variable(0, dtype=tf.int64, trainable=False, name="data_window")
+        self.window_skip = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                       name="data_window_skip")  # fmt: skip
+        # Row n % LOG_SIZE: (epoch, n, window, batch of the window) of the epoch's batch n.
+        self.log = tf.Variable(tf.fill([self.LOG_SIZE, 4], tf.constant(-1, tf.int64)),
+                               trainable=False, name="data_log")  # fmt: skip
+        self.windowed = False  # set by a pipeline made with resumable_pass
 
-    def set(self, epoch, skip=0):
+    def set(self, epoch, skip=0, window=None):
+        """Start the next pass at ``epoch`` after ``skip`` batches; ``window``: ``(window,
+        batches of it)`` where those end (:meth:`window_of`), or None: from the start when
+        ``skip`` is 0, else not known."""
         self.epoch.assign(epoch)
         self.skip.assign(skip)
+        if window is None:
+            window = (0, 0) if skip == 0 else (-1, 0)
+        self.window.assign(window[0])
+        self.window_skip.assign(window[1])
+
+    def window_of(self, epoch, done):
+        """``(window, batches of it)`` that end where the first ``done`` batches of ``epoch``
+        end, as the log has it, or None (not logged: a pipeline without windows, or one that
+        had stopped making batches, as a worker's shorter part does)."""
+        if done == 0:
+            return (0, 0)
+        row = self.log[(done - 1) % self.LOG_SIZE].numpy().tolist()
+        if row[:2] != [epoch, done - 1]:
+            return None
+        return (row[2], row[3] + 1)
 
 
 class DataCounts:
@@ -132,10 +166,60 @@ def epoch_shuffled(tensors, seed, epoch=None):
     return per_pass(epoch, one_epoch)
 
 
+def resumable_pass(position, windows, batches):
+    """One epoch's batches, made window by window, that a resumed run starts where it stopped
+    without making the windows before.
+
+    Args:
+        position: the :class:`DataPosition`; its values are read as each pass begins.
+        windows: ``windows(epoch, start)``: the ``tf.data.Dataset`` of the epoch's windows
+            from window ``start`` on (int64 scalars), each ``(index, tensors)``; it must not
+            make the windows before ``start``.
+        batches: ``batches(epoch, index, tensors)``: the dataset of a window's batches, a
+            function of its arguments alone (a window ends with its partial batches).
+
+    Returns:
+        The dataset of the pass's batches. Each batch made is logged in ``position.log``.
+    """
+    position.windowed = True
+    size = DataPosition.LOG_SIZE
+
+    def one_pass(state):
+        epoch, done, window, window_skip = tf.unstack(state)
+        known = window >= 0
+        start = tf.maximum(window, 0)
+
+        def window_batches(index, tensors):
+            skip = tf.where(tf.logical_and(known, tf.equal(index, start)), window_skip, 0)
+            made = batches(epoch, index, tensors).enumerate().skip(skip)
+            return made.map(lambda i, batch: (index, i, batch))
+
+        made = windows(epoch, start).flat_map(window_batches)
+        # Not known (a backup from before): from the epoch's start, the batches done dropped.
+        made = made.skip(tf.where(known, tf.constant(0, tf.int64), done))
+
+        def logged(n, made):
+            index, i, batch = made
+            row = tf.stack([epoch, n, index, i])
+            update = position.log.scatter_nd_update([[n % size]], [row])
+            with tf.control_dependencies([update]):
+                return tf.nest.map_structure(tf.identity, batch)
+
+        return made.enumerate(done).map(logged)
+
+    state = tf.data.Dataset.from_tensors(tf.constant(0, tf.int64)).map(
+        lambda _: tf.stack([position.epoch.read_value(), position.skip.read_value(),
+                            position.window.read_value(), position.window_skip.read_value()]))
+    return state.flat_map(one_pass)
+
+
 def skip_done(ds, position):
     """``ds`` (the batches of an epoch) without its first ``position.skip`` batches, those a
     resumed run has trained on already. They are still made (the data work), never trained
     on. It keeps ``ds``'s options: the pass's new outer dataset would otherwise have the
     defaults, tf.data's autotuning among them, whose thread makes freeing each epoch's
-    iterator wait (seconds each time; see ``translation_pipeline.prefetched``)."""
+    iterator wait (seconds each time; see ``translation_pipeline.prefetched``). A pipeline
+    made with :func:`resumable_pass` skips by itself: ``ds`` is returned as it is."""
+    if position.windowed:
+        return ds
     return per_pass(position.skip, ds.skip).with_options(ds.options())

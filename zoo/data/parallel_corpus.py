@@ -166,42 +166,70 @@ class ParallelCorpus:
 
     def lines(self, seed=0, epoch=None, shuffle=True, shuffle_buffer=SHUFFLE_BUFFER,
               part=None):
-        """The ``tf.data`` stream of one epoch's ``(source, target)`` string pairs.
+        """The ``tf.data`` stream of one epoch's ``(source, target)`` string pairs: with
+        ``shuffle``, its :meth:`windows`' pairs one after the other.
 
         Args:
             seed: with ``epoch``, it fixes each epoch's order.
             epoch: an int64 ``tf.Variable`` (:attr:`zoo.data.DataPosition.epoch`), read as
                 each pass begins; None: epoch 0's order every pass.
             shuffle: False reads the files in order (validation, counting).
-            shuffle_buffer: the lines of a piece and of a shuffle window.
+            shuffle_buffer: the pairs of a shuffle window.
             part: ``(index, count)``: only part ``index`` of ``count`` disjoint parts that
                 together are the epoch (a worker's of a cluster; :meth:`part_of`).
-
-        Weighted corpora are mixed by drawing each pair's corpus by its weight (each corpus
-        read over and over, in a new order each time); an epoch is then as many pairs as the
-        corpora hold together (with ``part``, as many as the part's shards hold). Unweighted,
-        an epoch is every pair once.
         """
-        if not isinstance(shuffle_buffer, int) or shuffle_buffer < 1:
-            raise ValueError(f"shuffle_buffer must be a positive int, got {shuffle_buffer!r}.")
-        if part is not None and not (0 <= part[0] < part[1]):
-            raise ValueError(f"part must be (index, count) with 0 <= index < count, got {part}.")
-        every = list(range(len(self.shards)))
+        self._check(shuffle_buffer, part)
         if not shuffle:
-            return self._read(*self.part_of(every, part), None, 1 << 62, False)
-        base = tf.constant(seed or 0, tf.int64)
+            return self._read(*self.part_of(list(range(len(self.shards))), part), None,
+                              1 << 62, False)  # fmt: skip
 
         def one_epoch(value):
-            if not self.weighted:
-                stream = self._read(*self.part_of(every, part), tf.stack([base, value]),
-                                    shuffle_buffer, True)  # fmt: skip
-            else:
-                stream = self._mix(base, value, shuffle_buffer, part)
-            return _window_shuffled(stream, tf.stack([base + 1, value]), shuffle_buffer)
+            return self.windows(seed, value, 0, shuffle_buffer, part).flat_map(
+                lambda index, pairs: tf.data.Dataset.from_tensor_slices(pairs))
 
         if epoch is None:
             return one_epoch(tf.constant(0, tf.int64))
         return per_pass(epoch, one_epoch)
+
+    def windows(self, seed, epoch, start=0, shuffle_buffer=SHUFFLE_BUFFER, part=None):
+        """One epoch's pairs in shuffle windows, from window ``start`` on: a ``tf.data``
+        stream of ``(index, (sources, targets))``, the pairs of window ``index`` in an order
+        drawn from ``seed``, ``epoch`` and ``index`` (int64 scalars) alone.
+
+        Unweighted, the corpus is cut into pieces of ``shuffle_buffer / CYCLE`` lines, put in
+        an order drawn from the seed and the epoch; a window is ``CYCLE`` pieces of it (places
+        far apart in the corpus), so the windows before ``start`` are skipped without reading
+        a line. Weighted corpora are mixed by drawing each pair's corpus by its weight (each
+        corpus read over and over, in a new order each time), an epoch as many pairs as the
+        corpora hold together (with ``part``, as many as the part's shards hold); a window is
+        ``shuffle_buffer`` pairs of the mix, and the mix is read up to ``start``'s.
+        """
+        self._check(shuffle_buffer, part)
+        base = tf.constant(seed or 0, tf.int64)
+        start = tf.cast(start, tf.int64)
+        epoch = tf.cast(epoch, tf.int64)
+        if self.weighted:
+            mixed = self._mix(base, epoch, shuffle_buffer, part).batch(shuffle_buffer)
+            windows = mixed.enumerate().skip(start)
+        else:
+            windows = self._windows(*self.part_of(list(range(len(self.shards))), part),
+                                    tf.stack([base, epoch]), shuffle_buffer, start)  # fmt: skip
+        order = tf.stack([base + 1, epoch])
+
+        def shuffled(index, pairs):
+            n = tf.shape(pairs[0], out_type=tf.int64)[0]
+            drawn = tf.random.experimental.index_shuffle(
+                tf.range(n), tf.random.experimental.stateless_fold_in(order, index),
+                max_index=tf.maximum(n - 1, 0))  # fmt: skip
+            return index, tf.nest.map_structure(lambda t: tf.gather(t, drawn), pairs)
+
+        return windows.map(shuffled)
+
+    def _check(self, shuffle_buffer, part):
+        if not isinstance(shuffle_buffer, int) or shuffle_buffer < 1:
+            raise ValueError(f"shuffle_buffer must be a positive int, got {shuffle_buffer!r}.")
+        if part is not None and not (0 <= part[0] < part[1]):
+            raise ValueError(f"part must be (index, count) with 0 <= index < count, got {part}.")
 
     def part_of(self, shards, part):
         """What part ``(index, count)`` of ``shards`` reads: ``(shards, lines)``. By file when
@@ -272,6 +300,40 @@ class ParallelCorpus:
         return stream if lines is None else stream.shard(lines[1], lines[0])
 
 
+    def _windows(self, shards, lines, seed, shuffle_buffer, start):
+        """``(index, (sources, targets))`` of each window from ``start`` on: ``CYCLE``
+        pieces of ``shuffle_buffer / CYCLE`` lines in an order drawn from ``seed``, read
+        side by side (with ``lines``, every ``count``-th line of theirs from ``index``). A
+        window with no line of the part is left out."""
+        piece_lines = max(1, -(-shuffle_buffer // CYCLE))
+        pieces = [(k, first, min(piece_lines, self.shards[k][1].lines - first))
+                  for k in shards for first in range(0, self.shards[k][1].lines, piece_lines)]
+        starts = tf.constant([p[1] for p in pieces], tf.int64)
+        counts = tf.constant([p[2] for p in pieces], tf.int64)
+        sources = tf.constant([self.shards[k][1].path for k, _, _ in pieces])
+        targets = tf.constant([self.shards[k][2].path for k, _, _ in pieces])
+        gzipped = tf.constant([self.shards[k][1].gzipped for k, _, _ in pieces])
+        target_gzipped = tf.constant([self.shards[k][2].gzipped for k, _, _ in pieces])
+        total = len(pieces)
+
+        def piece(place):  # the piece at this place of the epoch's order
+            i = (tf.random.experimental.index_shuffle(place, seed, max_index=total - 1)
+                 if total > 1 else place)  # fmt: skip
+            return _read_piece(sources[i], targets[i], gzipped[i], target_gzipped[i],
+                               starts[i], counts[i])  # fmt: skip
+
+        def window(index):
+            places = tf.data.Dataset.range(index * CYCLE,
+                                           tf.minimum((index + 1) * CYCLE, total))  # fmt: skip
+            stream = places.interleave(piece, cycle_length=CYCLE, block_length=1,
+                                       num_parallel_calls=CYCLE, deterministic=True)  # fmt: skip
+            if lines is not None:
+                stream = stream.shard(lines[1], lines[0])
+            return stream.batch(shuffle_buffer + CYCLE).map(lambda s, t: (index, (s, t)))
+
+        return tf.data.Dataset.range(start, -(-total // CYCLE)).flat_map(window)
+
+
 def _plain(value):
     return value if isinstance(value, (int, float)) or value is None else os.fspath(value)
 
@@ -318,22 +380,6 @@ def _read_piece(source, target, source_gzipped, target_gzipped, start, count):
 
 def _strip_bom(line):
     return tf.strings.regex_replace(line, "^\ufeff", "")
-
-
-def _window_shuffled(stream, seed, size):
-    """``stream`` shuffled within consecutive windows of ``size`` elements, each by a
-    stateless permutation drawn from ``seed`` and the window's index: memory bounded by a
-    window, and the order a function of ``seed`` alone."""
-
-    def permuted(index, window):
-        n = tf.shape(window[0], out_type=tf.int64)[0]
-        drawn = tf.random.experimental.index_shuffle(
-            tf.range(n), tf.random.experimental.stateless_fold_in(seed, index), max_index=n - 1
-        )
-        return tf.data.Dataset.from_tensor_slices(tf.nest.map_structure(
-            lambda t: tf.gather(t, drawn), window))  # fmt: skip
-
-    return stream.batch(size).enumerate().flat_map(permuted)
 
 
 def data_error(error):

@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from zoo.data.epoch_order import draw_seed, epoch_shuffled, per_pass
+from zoo.data.epoch_order import DataPosition, draw_seed, epoch_shuffled, per_pass
 from zoo.data.tagger_vocabulary import OOV_ID, PAD_ID
 from zoo.data.translation_pipeline import bucket_spec, equal_shares, prefetched
 
@@ -117,8 +117,9 @@ def make_tagging_dataset(
         bucket_width: the length step between buckets.
         shuffle: shuffle the sentences, anew each epoch.
         seed: the seed of the shuffle and of word dropout.
-        epoch: :class:`zoo.data.DataPosition`'s ``epoch`` variable: each epoch's order is then
-            a function of ``seed`` and the epoch alone.
+        epoch: a :class:`zoo.data.DataPosition`, or its ``epoch`` variable: each epoch's
+            order is then a function of ``seed`` and the epoch alone. A resumed run rebuilds
+            the batches its epoch has done (:func:`zoo.data.skip_done`): a treebank is small.
         word_dropout: the probability of replacing each real word id by the OOV id (1), the
             characters kept; 0 for evaluation data. Drawn from ``seed``, the epoch and the
             batch's place alone, so that a resumed run drops the words the interrupted one did.
@@ -224,5 +225,7 @@ def make_tagging_dataset(
         return ds.enumerate().map(drop_words, num_parallel_calls=tf.data.AUTOTUNE)
 
     part_index = 0 if part is None else part[0]
+    if isinstance(epoch, DataPosition):
+        epoch = epoch.epoch
     ds = one_pass(None) if epoch is None else per_pass(epoch, one_pass)
     return prefetched(equal_shares(ds, batch_multiple))

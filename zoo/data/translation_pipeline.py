@@ -8,7 +8,13 @@ whatever examples another objective (masked targets, CTC targets) makes of each 
 
 import tensorflow as tf
 
-from zoo.data.epoch_order import draw_seed, epoch_shuffled, per_pass
+from zoo.data.epoch_order import (
+    DataPosition,
+    draw_seed,
+    epoch_shuffled,
+    per_pass,
+    resumable_pass,
+)
 from zoo.data.parallel_corpus import SHUFFLE_BUFFER, ParallelCorpus
 from zoo.data.sentencepiece_vocab import PAD_ID
 
@@ -151,11 +157,16 @@ def make_translation_dataset(
         max_length: the longest sequence kept, in tokens.
         bucket_width: the length step between buckets (smaller: less padding, more buckets).
         shuffle: shuffle the pairs before bucketing, anew each epoch.
-        shuffle_buffer: by default all the pairs of a sequence, or a corpus's
-            :data:`~zoo.data.parallel_corpus.SHUFFLE_BUFFER`.
+        shuffle_buffer: the pairs of a corpus's shuffle window (by default
+            :data:`~zoo.data.parallel_corpus.SHUFFLE_BUFFER`); in-memory pairs are shuffled
+            whole, and, with a ``DataPosition``, bucketed in windows of this many.
         seed: the seed of the shuffle and of the objective's draws.
-        epoch: :class:`zoo.data.DataPosition`'s ``epoch`` variable: each epoch's order is then a
-            function of ``seed`` and the epoch alone, as a run resumed mid-epoch needs.
+        epoch: a :class:`zoo.data.DataPosition`, or its ``epoch`` variable: each epoch's order
+            is then a function of ``seed`` and the epoch alone, as a run resumed mid-epoch
+            needs. With the position (and ``shuffle``), the epoch is bucketed window by
+            window (each window ends with its partial batches), so that a resumed run starts
+            in the window it stopped in, without making those before
+            (:func:`zoo.data.resumable_pass`).
         pad_to_bucket: pad every batch to its bucket's upper bound (fewer shapes, fewer XLA
             retracings); source and target of a batch then have the same length.
         drop_remainder: drop the last partial batch of each bucket.
@@ -219,8 +230,7 @@ def make_translation_dataset(
     def fits(place, src, tgt):  # what "skip" keeps: within the limits (the objective may cut)
         return tf.logical_and(tf.shape(src)[0] <= max_length, tf.shape(tgt)[0] <= target_limit)
 
-    def kept(lines, counts):  # the non-empty pairs' ids and places; with "skip", those that fit
-        places = lines.enumerate().map(lambda place, pair: (place, *pair))  # in the epoch
+    def kept(places, counts):  # the non-empty pairs' ids and places; with "skip", those that fit
         ds = _without_empty_pairs(places, counts)
         ds = ds.batch(_TOKENIZE_CHUNK).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE)
         ds = ds.unbatch()
@@ -233,35 +243,62 @@ def make_translation_dataset(
     # In-memory pairs become tensors once, here: made inside a pass's traced function, they
     # would be a constant copied into it.
     texts = pairs if isinstance(pairs, ParallelCorpus) else _pair_tensors(pairs)
-    lines = _pair_lines(texts, shuffle, shuffle_buffer, seed, epoch, part)
-    _require_a_pair(kept(lines, None), pairs, long_pairs, max_length, target_limit)
+    position = epoch if isinstance(epoch, DataPosition) else None
+    if position is not None:
+        epoch = position.epoch
+    placed = _pair_lines(texts, shuffle, shuffle_buffer, seed, epoch, part).enumerate()
+    _require_a_pair(kept(placed.map(lambda place, pair: (place, *pair)), None), pairs,
+                    long_pairs, max_length, target_limit)  # fmt: skip
 
-    def one_pass(value):  # value: the epoch, read as the pass begins (None: no epoch given)
-        def example(place, src, tgt):  # its draws a function of the epoch and its place alone
-            where = draw_seed(seed, 0 if value is None else value, part_index, place)
-            return objective.example(src, tgt, where)
+    def examples(places, *where):  # its draws a function of the epoch and its place alone
+        def example(place, src, tgt):
+            return objective.example(src, tgt, draw_seed(seed, *where, place))
 
-        lines = _pair_lines(texts, shuffle, shuffle_buffer, seed, value, part)
-        return kept(lines, counts).map(example, num_parallel_calls=tf.data.AUTOTUNE)
+        return kept(places, counts).map(example, num_parallel_calls=tf.data.AUTOTUNE)
 
     def length(features, labels):  # the example's longest sequence
         sequences = [t for t in tf.nest.flatten((features, labels)) if t.shape.rank == 1]
         return tf.reduce_max([tf.shape(t)[0] for t in sequences])
 
-    ds = one_pass(None) if epoch is None else per_pass(epoch, one_pass)
-    # Every sequence is padded with PAD_ID, to its batch's longest (or its bucket's bound).
-    padding = tf.nest.map_structure(lambda spec: tf.constant(PAD_ID, spec.dtype), ds.element_spec)
-    # Bucket i takes lengths in (upper[i-1], upper[i]]; the extra last bucket (> max_length) stays
-    # empty, since truncation bounds every length by max_length.
-    ds = ds.bucket_by_sequence_length(
-        element_length_func=length,
-        bucket_boundaries=[u + 1 for u in upper],
-        bucket_batch_sizes=batch_sizes + [1],
-        padding_values=padding,
-        pad_to_bucket_boundary=pad_to_bucket,
-        drop_remainder=drop_remainder,
-    )
-    return prefetched(equal_shares(ds, batch_multiple))
+    def batched(ds):
+        # Every sequence is padded with PAD_ID, to its batch's longest (or its bucket's bound).
+        padding = tf.nest.map_structure(lambda spec: tf.constant(PAD_ID, spec.dtype),
+                                        ds.element_spec)  # fmt: skip
+        # Bucket i takes lengths in (upper[i-1], upper[i]]; the extra last bucket (over
+        # max_length) stays empty, since truncation bounds every length by max_length.
+        ds = ds.bucket_by_sequence_length(
+            element_length_func=length,
+            bucket_boundaries=[u + 1 for u in upper],
+            bucket_batch_sizes=batch_sizes + [1],
+            padding_values=padding,
+            pad_to_bucket_boundary=pad_to_bucket,
+            drop_remainder=drop_remainder,
+        )
+        return equal_shares(ds, batch_multiple)
+
+    if position is not None and shuffle:
+        # Bucketed window by window (a window ends with its buckets' partial batches), so that
+        # a resumed run makes no window before the one it stops in (resumable_pass).
+        window_size = shuffle_buffer or SHUFFLE_BUFFER
+
+        def windows(value, start):
+            if isinstance(texts, ParallelCorpus):
+                return texts.windows(seed, value, start, window_size, part)
+            return _memory_windows(texts, seed, value, start, window_size, part)
+
+        def window_batches(value, index, window):
+            places = tf.data.Dataset.from_tensor_slices(window).enumerate()
+            places = places.map(lambda place, pair: (place, *pair))
+            return batched(examples(places, value, part_index, index))
+
+        return prefetched(resumable_pass(position, windows, window_batches))
+
+    def one_pass(value):  # value: the epoch, read as the pass begins (None: no epoch given)
+        lines = _pair_lines(texts, shuffle, shuffle_buffer, seed, value, part).enumerate()
+        return examples(lines.map(lambda place, pair: (place, *pair)),
+                        0 if value is None else value, part_index)  # fmt: skip
+
+    return prefetched(batched(one_pass(None) if epoch is None else per_pass(epoch, one_pass)))
 
 
 def equal_shares(ds, batch_multiple):
@@ -303,14 +340,32 @@ def _pair_lines(pairs, shuffle, shuffle_buffer, seed, epoch, part=None):
     if isinstance(pairs, ParallelCorpus):
         return pairs.lines(seed=seed, epoch=epoch, shuffle=shuffle,
                            shuffle_buffer=shuffle_buffer or SHUFFLE_BUFFER, part=part)  # fmt: skip
-    if shuffle and shuffle_buffer is None:
-        ds = epoch_shuffled(pairs, seed, epoch)
-    else:
-        ds = tf.data.Dataset.from_tensor_slices(pairs)
-        if shuffle:
-            ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    # In memory, the pairs are shuffled whole: a shuffle window is a corpus's bound on memory.
+    ds = (epoch_shuffled(pairs, seed, epoch) if shuffle
+          else tf.data.Dataset.from_tensor_slices(pairs))  # fmt: skip
     # Every part draws the same order (the seed's), and keeps its every count-th pair.
     return ds if part is None else ds.shard(part[1], part[0])
+
+
+def _memory_windows(pairs, seed, epoch, start, size, part):
+    """In-memory pairs (:func:`_pair_tensors`) as :meth:`ParallelCorpus.windows` gives a
+    corpus's: the epoch's order (:func:`~zoo.data.epoch_shuffled`'s, drawn from ``seed`` and
+    ``epoch``) cut into windows of ``size`` pairs, from window ``start`` on; with ``part``,
+    every ``count``-th pair of the order from ``index``."""
+    total = int(pairs[0].shape[0])
+    if part is not None:  # whole strides in a window: the parts are those of the whole order
+        size = -(-size // part[1]) * part[1]
+    order = tf.stack([tf.constant(seed or 0, tf.int64), tf.cast(epoch, tf.int64)])
+
+    def window(index):
+        places = tf.range(index * size, tf.minimum((index + 1) * size, total))
+        if total > 1:
+            places = tf.random.experimental.index_shuffle(places, order, max_index=total - 1)
+        if part is not None:
+            places = places[part[0] :: part[1]]
+        return index, tuple(tf.gather(t, places) for t in pairs)
+
+    return tf.data.Dataset.range(tf.cast(start, tf.int64), -(-total // size)).map(window)
 
 
 def _without_empty_pairs(ds, counts):

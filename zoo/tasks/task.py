@@ -179,8 +179,10 @@ class Task:
         every keyword, and ``zoo.training`` passes them all:
 
         - ``batch_multiple``: batch sizes are its multiples (the replicas a batch is split across).
-        - ``epoch``: :class:`zoo.data.DataPosition`'s variable, or None; it fixes the shuffled
-          order, so that a resumed run sees what the interrupted one saw.
+        - ``epoch``: a :class:`zoo.data.DataPosition` (or its ``epoch`` variable), or None; it
+          fixes the shuffled order, so that a resumed run sees what the interrupted one saw.
+          A pipeline made with :func:`zoo.data.resumable_pass` also starts the pass where
+          the position says; any other has the batches done dropped for it.
         - ``counts``: a :class:`zoo.data.DataCounts` of what is read and skipped, or None (a
           pipeline that skips nothing may leave it alone).
         - ``part``: a :class:`zoo.data.DataPart`, or None: under ``multi_worker``, this

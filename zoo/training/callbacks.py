@@ -155,7 +155,8 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
     which ``save_weights`` leaves out: a rerun draws the masks the interrupted run would
     have). A rerun restores all three: ``fit`` starts at that epoch, and
     ``position`` (the :class:`zoo.data.DataPosition` the pipeline reads) replays the
-    interrupted order and skips the batches done; Keras's own class would start the epoch
+    interrupted order and skips the batches done (in a windowed pipeline, from the window
+    where they end, which the backup keeps too); Keras's own class would start the epoch
     over. Each write keeps the one before (``double_checkpoint``) against a kill mid-write.
     Keras takes every epoch of a ``fit`` to be as long as its first, so ``train()`` runs the
     rest of a cut epoch in a ``fit`` of its own (:meth:`resumes_mid_epoch`).
@@ -177,6 +178,7 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
         self.save_every = save_every
         self._epoch = 0
         self._done = 0  # batches of self._epoch trained on
+        self._window = None  # where those end in the pipeline's windows, when restored
 
     @staticmethod
     def resumes_mid_epoch(backup_dir):
@@ -186,14 +188,20 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
 
     @staticmethod
     def describe(backup_dir):
-        """Where a rerun resumes, in words ("epoch 3, after 40 of its batches (step 160)"),
-        or None when there is no backup."""
+        """Where a rerun resumes, in words ("epoch 3, after 40 of its batches (step 160), in
+        its window 2"), or None when there is no backup. A rerun that must make the batches
+        done again to drop them (a pipeline without windows, or a backup from before them)
+        says so."""
         state = ResumableBackup._read(os.path.join(backup_dir, ResumableBackup.METADATA_FILE))
         if not state:
             return None
         done = state.get("batches", 0)
         where = f"after {done} of its batches" if done else "from its start"
         step = f" (step {state['step']})" if "step" in state else ""
+        if done and "window" in state:
+            step += f", in its window {state['window'][0] + 1}"
+        elif done:
+            step += ", which are made again and dropped"
         return f"epoch {state['epoch'] + 1}, {where}{step}"
 
     def on_train_begin(self, logs=None):
@@ -207,14 +215,15 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
             self.model._initial_epoch = state["epoch"]
         if state:
             self._epoch, self._done = state["epoch"], state.get("batches", 0)
+            self._window = state.get("window")
             for variable, value in zip(self._seeds(), state.get("seeds", [])):
                 variable.assign(np.asarray(value, dtype=variable.dtype))
-        self._set_position(self._epoch, self._done)
+        self._set_position(self._epoch, self._done, self._window)
 
     def on_epoch_begin(self, epoch, logs=None):
         if epoch != self._epoch:  # not an epoch that a rerun resumes in the middle of
-            self._epoch, self._done = epoch, 0
-        self._set_position(epoch, self._done)
+            self._epoch, self._done, self._window = epoch, 0, None
+        self._set_position(epoch, self._done, self._window)
 
     def on_train_batch_end(self, batch, logs=None):
         self._done += 1
@@ -228,9 +237,9 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
         self._epoch, self._done = epoch + 1, 0
         self._save_model()
 
-    def _set_position(self, epoch, skip):
+    def _set_position(self, epoch, skip, window=None):
         if self.position is not None:
-            self.position.set(epoch, skip)
+            self.position.set(epoch, skip, window)
 
     def _step(self):
         return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
@@ -257,4 +266,8 @@ class ResumableBackup(keras.callbacks.BackupAndRestore):
         # The optimizer's step names the weights this position belongs to.
         state = {"epoch": self._epoch, "batches": self._done, "step": self._step(),
                  "seeds": [keras.ops.convert_to_numpy(v).tolist() for v in self._seeds()]}
+        # Where the batches done end in a windowed pipeline's epoch: a rerun starts there.
+        window = self.position.window_of(self._epoch, self._done) if self.position else None
+        if self._done and window is not None:
+            state["window"] = list(window)
         write_text_atomically(self._training_metadata_path, json.dumps(state))

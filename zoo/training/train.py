@@ -39,6 +39,7 @@ from zoo.training.callbacks import (
     StopOnNonFiniteLoss,
     TimeLimit,
 )
+from zoo.training.epoch_length import each_epoch_to_its_end
 from zoo.training.options import BACKUP_EVERY, KEEP_CHECKPOINTS, MIXED_POLICIES
 from zoo.training.strategy import (
     across_workers,
@@ -275,6 +276,8 @@ def train(
         with distribution.scope():
             model = task.compile_model(task.build_model(config), config, jit_compile)
             fit_across_workers(model, distribution)
+            # Its epochs are not all as long as the first (windows, workers' parts).
+            each_epoch_to_its_end(model)
             # The optimizer's variables before fit: without a strategy (``auto`` on one device)
             # Keras would make them inside the first traced train step and trace it twice, and
             # a resumed run restores the optimizer's state into them.
@@ -298,7 +301,7 @@ def train(
             return skip_done(
                 task.dataset(config, vocabulary, train_data, training=True,
                              jit_compile=jit_compile, batch_multiple=1 if part else replicas,
-                             epoch=position.epoch, counts=counts, part=part),
+                             epoch=position, counts=counts, part=part),
                 position,
             )  # fmt: skip
 

@@ -30,8 +30,9 @@ class TranslationTraining(TrainingConfig):
         source_lang, target_lang: the languages of the data (codes such as ``en``, ``cs``,
             ``zh``): recorded in the workdir and the export, and sacreBLEU's tokenizer follows
             the target's. The defaults are the bundled Multi30k's.
-        shuffle_buffer: the training pairs in one shuffle window, and the lines of a piece of
-            a file that an epoch reads in a drawn order (:class:`zoo.data.ParallelCorpus`).
+        shuffle_buffer: the training pairs in one window: a corpus's are shuffled within it
+            (:meth:`zoo.data.ParallelCorpus.windows`), in-memory pairs are shuffled whole; an
+            epoch is bucketed window by window, and a resumed run starts in its window.
         long_pairs: what training does with a pair over ``max_length``: ``"skip"`` it (and
             count it), or ``"truncate"`` it. Validation always truncates, so every pair counts.
     """

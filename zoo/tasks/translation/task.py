@@ -174,7 +174,7 @@ class TranslationTask(Task):
             pad_to_bucket=jit_compile,  # few distinct shapes, so XLA compiles few programs
             batch_multiple=batch_multiple,
             epoch=epoch,
-            shuffle_buffer=config.shuffle_buffer if isinstance(data, ParallelCorpus) else None,
+            shuffle_buffer=config.shuffle_buffer,
             long_pairs=config.long_pairs if training else "truncate",
             counts=counts,
             part=part[:2] if part else None,
