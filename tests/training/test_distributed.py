@@ -28,7 +28,8 @@ _TRAIN = textwrap.dedent(
     import functools, json, os, sys
     import keras
     import tensorflow as tf
-    from zoo.data import DataPart, ParallelCorpus, load_multi30k, load_ud_english_ewt
+    from zoo.data import (DataPart, DataPosition, ParallelCorpus, load_multi30k,
+                          load_ud_english_ewt)
     from zoo.tasks import get_task
     from zoo.training import train
 
@@ -40,7 +41,7 @@ _TRAIN = textwrap.dedent(
             self.losses.append(float(logs["loss"]))
 
     def run(workdir, strategy, epochs, callbacks=(), batch_multiple=None, parts=None,
-            shards=None, task="translator", **options):
+            shards=None, task="translator", shuffle_buffer=100_000, **options):
         task = get_task(task)
         dataset, run.parts = type(task).dataset.__get__(task), []  # not an earlier run's
         if batch_multiple:  # one device, batched as two replicas are (equal shares of each)
@@ -66,7 +67,7 @@ _TRAIN = textwrap.dedent(
             config = task.get_config("tiny", vocab_size=400, max_length=24,
                                      long_pairs="truncate", epochs=epochs, batch_tokens=512,
                                      warmup_steps=1, dropout=0.0, attention_dropout=0.0,
-                                     activation_dropout=0.0)
+                                     activation_dropout=0.0, shuffle_buffer=shuffle_buffer)
             options = {"bleu_sample_size": 0, **options}
             data, validation = load_multi30k("train")[:160], load_multi30k("val")[:16]
         if shards:  # the pairs in files of as many shards, streamed (each worker's by file)
@@ -86,8 +87,9 @@ _TRAIN = textwrap.dedent(
         vocabulary, run.batches, run.sentences = task.load_vocabulary(workdir), [], None
         for epoch in range(epochs):
             part = run.parts[0] if run.parts else None
-            batches = list(dataset(config, vocabulary, data, True,
-                                   epoch=tf.Variable(epoch, dtype=tf.int64), part=part))
+            position = DataPosition()  # as train() makes the epoch (window by window)
+            position.set(epoch)
+            batches = list(dataset(config, vocabulary, data, True, epoch=position, part=part))
             run.batches.append(len(batches))
             if epoch == 0 and task.name == "tagger":
                 run.sentences = sorted([int(i) for i in words[words != 0]]
@@ -282,9 +284,9 @@ def test_a_worker_whose_peer_dies_stops_and_both_resume_streaming_with_the_same_
         tmp_path):
     workdir = tmp_path / "cluster"
     # With mixed precision and the BLEU validation of every epoch, which run there too.
-    # The pairs in two files, streamed: each worker reads one of them.
+    # The pairs in two files, streamed: each worker reads one of them, in windows of 16 pairs.
     options = {"epochs": 1, "backup_every": 3, "mixed_precision": True, "bleu_sample_size": 4,
-               "shards": 2}  # fmt: skip
+               "shards": 2, "shuffle_buffer": 16}  # fmt: skip
     # Worker 1 is killed at its 5th batch: the chief stops, naming it, and keeps the backup.
     chief, worker = _workers(workdir, options, kill_after=5, pausing=(1,))
     assert worker[0] == -9
@@ -295,6 +297,10 @@ def test_a_worker_whose_peer_dies_stops_and_both_resume_streaming_with_the_same_
     assert f"the backup in {workdir} is as it was" in err
     assert BACKUP_DIR in os.listdir(workdir)
     assert os.path.exists(worker_dir(workdir, "worker", 1))  # its backup, for the rerun
+    for folder in (workdir, worker_dir(workdir, "worker", 1)):  # each where its part stood
+        with open(os.path.join(folder, BACKUP_DIR, "training_metadata.json")) as f:
+            backup = json.load(f)
+        assert backup["batches"] == 3 and backup["window"][0] >= 1, (folder, backup)
     chief, worker = _finished(_workers(workdir, options))
     # Both went on from the backup after 3 batches, to the step count of an unbroken run: as
     # many steps as the longer part has batches (Keras counts one more step at the epoch's end).
@@ -304,6 +310,10 @@ def test_a_worker_whose_peer_dies_stops_and_both_resume_streaming_with_the_same_
     assert chief["steps"] == worker["steps"] == sum(epochs) + 1
     assert chief["weights"] == worker["weights"] and chief["losses"] == worker["losses"]
     assert not os.path.exists(worker_dir(workdir, "worker", 1))
+    # Each worker resumed its own part in the window it had reached: the weights of a run
+    # never killed.
+    never, _ = _finished(_workers(tmp_path / "never", options))
+    assert chief["weights"] == never["weights"]  # (the logged losses are each fit's means)
     assert len(chief["history"]["val_bleu"]) == 1
     assert chief["history"]["val_loss"] == worker["history"]["val_loss"]
     assert {MODEL_FILE, SENTENCEPIECE_FILE} <= set(os.listdir(workdir))
