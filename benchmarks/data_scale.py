@@ -27,7 +27,6 @@ import gzip
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile

@@ -276,62 +276,52 @@ class ParallelCorpus:
         """The lines of ``shards``, cut into pieces of ``piece_lines``; with ``shuffled``, the
         pieces in an order drawn from ``seed`` and read ``CYCLE`` at a time, interleaved.
         With ``lines`` (``(index, count)``), every ``count``-th line of them from ``index``."""
-        pieces = [(k, start, min(piece_lines, self.shards[k][1].lines - start))
-                  for k in shards for start in range(0, self.shards[k][1].lines, piece_lines)]
-        table = {name: tf.constant([p[i] for p in pieces], dtype)
-                 for i, (name, dtype) in enumerate((("shard", tf.int64), ("start", tf.int64),
-                                                    ("count", tf.int64)))}  # fmt: skip
-        sources = tf.constant([self.shards[k][1].path for k, _, _ in pieces])
-        targets = tf.constant([self.shards[k][2].path for k, _, _ in pieces])
-        gzipped = tf.constant([self.shards[k][1].gzipped for k, _, _ in pieces])
-        target_gzipped = tf.constant([self.shards[k][2].gzipped for k, _, _ in pieces])
-        order = tf.data.Dataset.range(len(pieces))
-        if shuffled and len(pieces) > 1:
-            order = order.map(lambda i: tf.random.experimental.index_shuffle(
-                i, seed, max_index=len(pieces) - 1))  # fmt: skip
-
-        def piece(i):
-            return _read_piece(sources[i], targets[i], gzipped[i], target_gzipped[i],
-                               table["start"][i], table["count"][i])  # fmt: skip
-
-        cycle = min(CYCLE, len(pieces)) if shuffled else 1
-        stream = order.interleave(piece, cycle_length=cycle, block_length=1,
-                                  num_parallel_calls=cycle, deterministic=True)  # fmt: skip
+        count, piece_at = self._pieces(shards, piece_lines, seed if shuffled else None)
+        cycle = min(CYCLE, count) if shuffled else 1
+        stream = tf.data.Dataset.range(count).interleave(
+            piece_at, cycle_length=cycle, block_length=1, num_parallel_calls=cycle,
+            deterministic=True)  # fmt: skip
         return stream if lines is None else stream.shard(lines[1], lines[0])
-
 
     def _windows(self, shards, lines, seed, shuffle_buffer, start):
         """``(index, (sources, targets))`` of each window from ``start`` on: ``CYCLE``
         pieces of ``shuffle_buffer / CYCLE`` lines in an order drawn from ``seed``, read
         side by side (with ``lines``, every ``count``-th line of theirs from ``index``). A
         window with no line of the part is left out."""
-        piece_lines = max(1, -(-shuffle_buffer // CYCLE))
-        pieces = [(k, first, min(piece_lines, self.shards[k][1].lines - first))
-                  for k in shards for first in range(0, self.shards[k][1].lines, piece_lines)]
-        starts = tf.constant([p[1] for p in pieces], tf.int64)
-        counts = tf.constant([p[2] for p in pieces], tf.int64)
+        count, piece_at = self._pieces(shards, max(1, -(-shuffle_buffer // CYCLE)), seed)
+
+        def window(index):
+            places = tf.data.Dataset.range(index * CYCLE, tf.minimum((index + 1) * CYCLE, count))
+            stream = places.interleave(piece_at, cycle_length=CYCLE, block_length=1,
+                                       num_parallel_calls=CYCLE, deterministic=True)  # fmt: skip
+            if lines is not None:
+                stream = stream.shard(lines[1], lines[0])
+            return stream.batch(shuffle_buffer + CYCLE).map(lambda s, t: (index, (s, t)))
+
+        return tf.data.Dataset.range(start, -(-count // CYCLE)).flat_map(window)
+
+    def _pieces(self, shards, piece_lines, seed=None):
+        """``(count, piece_at)``: ``shards`` cut into ``count`` pieces of ``piece_lines``
+        lines; ``piece_at(place)`` is the dataset of the piece at that place of their order,
+        drawn from ``seed`` (None: the files' order)."""
+        pieces = [(k, start, min(piece_lines, self.shards[k][1].lines - start))
+                  for k in shards for start in range(0, self.shards[k][1].lines, piece_lines)]
+        starts = tf.constant([start for _, start, _ in pieces], tf.int64)
+        counts = tf.constant([count for _, _, count in pieces], tf.int64)
         sources = tf.constant([self.shards[k][1].path for k, _, _ in pieces])
         targets = tf.constant([self.shards[k][2].path for k, _, _ in pieces])
         gzipped = tf.constant([self.shards[k][1].gzipped for k, _, _ in pieces])
         target_gzipped = tf.constant([self.shards[k][2].gzipped for k, _, _ in pieces])
         total = len(pieces)
 
-        def piece(place):  # the piece at this place of the epoch's order
-            i = (tf.random.experimental.index_shuffle(place, seed, max_index=total - 1)
-                 if total > 1 else place)  # fmt: skip
+        def piece_at(place):
+            i = place
+            if seed is not None and total > 1:
+                i = tf.random.experimental.index_shuffle(place, seed, max_index=total - 1)
             return _read_piece(sources[i], targets[i], gzipped[i], target_gzipped[i],
                                starts[i], counts[i])  # fmt: skip
 
-        def window(index):
-            places = tf.data.Dataset.range(index * CYCLE,
-                                           tf.minimum((index + 1) * CYCLE, total))  # fmt: skip
-            stream = places.interleave(piece, cycle_length=CYCLE, block_length=1,
-                                       num_parallel_calls=CYCLE, deterministic=True)  # fmt: skip
-            if lines is not None:
-                stream = stream.shard(lines[1], lines[0])
-            return stream.batch(shuffle_buffer + CYCLE).map(lambda s, t: (index, (s, t)))
-
-        return tf.data.Dataset.range(start, -(-total // CYCLE)).flat_map(window)
+        return total, piece_at
 
 
 def _plain(value):
