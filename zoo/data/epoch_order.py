@@ -38,7 +38,8 @@ class DataPosition:
     ``window``, after ``window_skip`` of its batches, without making the windows before:
     it records in ``log`` the window of each batch it makes, which the backup reads for the
     batch it saves after (:meth:`window_of`). ``window`` -1: not known (a backup from
-    before), so the pass rebuilds and drops the ``skip`` batches (:func:`skip_done`).
+    before), so the pass makes the ``skip`` batches again from the epoch's start and drops
+    them, as :func:`skip_done` does for a pipeline without windows.
 
     Read once per pass, not per element: Keras makes the next epoch's iterator before the
     epoch's callbacks run, and prefetching makes elements ahead, so a value read per element
@@ -119,7 +120,12 @@ class DataCounts:
 
 def per_pass(epoch, make):
     """``make(value)``: with a ``tf.Variable``, its value read as each pass begins; with a
-    value (an int64 scalar: inside a pass already), that value."""
+    value (an int64 scalar: inside a pass already), that value. With a tuple of int64
+    ``tf.Variable``, ``make(*values)``, all read as each pass begins."""
+    if isinstance(epoch, tuple):
+        start = tf.data.Dataset.from_tensors(tf.constant(0, tf.int64))
+        values = start.map(lambda _: tf.stack([v.read_value() for v in epoch]))
+        return values.flat_map(lambda stacked: make(*tf.unstack(stacked)))
     if not isinstance(epoch, tf.Variable):
         return make(tf.convert_to_tensor(epoch, tf.int64))
     start = tf.data.Dataset.from_tensors(tf.constant(0, tf.int64))
@@ -184,8 +190,7 @@ def resumable_pass(position, windows, batches):
     position.windowed = True
     size = DataPosition.LOG_SIZE
 
-    def one_pass(state):
-        epoch, done, window, window_skip = tf.unstack(state)
+    def one_pass(epoch, done, window, window_skip):
         known = window >= 0
         start = tf.maximum(window, 0)
 
@@ -207,10 +212,8 @@ def resumable_pass(position, windows, batches):
 
         return made.enumerate(done).map(logged)
 
-    state = tf.data.Dataset.from_tensors(tf.constant(0, tf.int64)).map(
-        lambda _: tf.stack([position.epoch.read_value(), position.skip.read_value(),
-                            position.window.read_value(), position.window_skip.read_value()]))
-    return state.flat_map(one_pass)
+    return per_pass((position.epoch, position.skip, position.window, position.window_skip),
+                    one_pass)
 
 
 def skip_done(ds, position):
