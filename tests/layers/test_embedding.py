@@ -95,6 +95,25 @@ def test_reverse_is_the_transposed_embedding_matrix():
     assert len(layer.weights) == 1  # one matrix, whichever way it is used
 
 
+def test_the_int8_projection_is_the_dequantized_table_on_the_quantized_inputs():
+    """After ``quantize("int8")`` the tied logits come from one int8 matmul, rescaled: equal to
+    the slow reference, the float product of the row-quantized hidden states and the table as
+    Keras stores it (int8 / its scale per token), and close to the float layer's."""
+    layer = TokenAndPositionEmbedding(V, D)
+    hidden = _x(B, T, D)
+    before = np.asarray(layer(hidden, reverse=True))
+    layer.token_embedding.quantize("int8")
+    table = np.asarray(layer.token_embedding.embeddings)
+    assert table.dtype == np.int8
+    scale = np.asarray(layer.token_embedding.embeddings_scale)
+    flat = hidden.reshape(-1, D)
+    hidden_scale = 127 / np.maximum(np.abs(flat).max(-1, keepdims=True), 1e-7)
+    reference = (np.round(flat * hidden_scale) / hidden_scale) @ (table / scale[:, None]).T
+    logits = np.asarray(layer(hidden, reverse=True))
+    np.testing.assert_allclose(logits.reshape(-1, V), reference, rtol=1e-4, atol=1e-4)
+    assert 0 < np.abs(logits - before).max() < 0.05 * np.abs(before).max()
+
+
 def test_incremental_positions_equal_the_full_pass_under_xla():
     layer = TokenAndPositionEmbedding(V, D, max_length=T, position="learned")
     full = np.asarray(layer(IDS))

@@ -13,6 +13,8 @@ import tensorflow as tf
 from tests.harness import REPO_ROOT, fit_built
 from zoo.data import BOS_ID, EOS_ID, load_multi30k, make_translation_dataset, train_sentencepiece
 from zoo.models import Translator, TranslatorBackbone, TranslatorPreprocessor, translator_config
+from zoo.decoding.text import _COMPILED
+from zoo.layers import TokenAndPositionEmbedding
 from zoo.models.translator import attention_weights, translator_layers
 
 PAIRS = load_multi30k("val")[:64]
@@ -120,6 +122,30 @@ def test_from_preset_names_the_shipped_translator_and_reads_folders(tmp_path):
         Translator.from_preset("translator-xx-yy")
     with pytest.raises(FileNotFoundError, match="no model"):
         Translator.from_preset(str(tmp_path))
+
+
+def test_an_int8_translator_translates_and_its_keras_file_keeps_it_int8(translator, tmp_path):
+    """``quantize("int8")``: int8 weights, the tied table's too; the searches compiled before
+    on the float weights are dropped; its weights take a byte each; its file loads int8, translating as the
+    quantized model does."""
+    sentences = [source for source, _ in PAIRS[:8]]
+    path = str(tmp_path / "float.keras")
+    translator.save(path)
+    quantized = keras.models.load_model(path)
+    quantized.generate(sentences, method="greedy")  # compiled on the float weights
+    assert quantized.backbone in _COMPILED
+    quantized.quantize("int8")
+    assert quantized.backbone not in _COMPILED
+    int8 = quantized.generate(sentences, method="greedy")
+    weight_bytes = [sum(w.nbytes for w in model.backbone.get_weights())
+                    for model in (translator, quantized)]  # fmt: skip
+    assert weight_bytes[1] < 0.4 * weight_bytes[0], weight_bytes  # 1 byte a weight, not 4
+    quantized.save(tmp_path / "int8.keras")
+    loaded = keras.models.load_model(tmp_path / "int8.keras")
+    embedding = next(layer for layer in loaded.backbone._flatten_layers()
+                     if isinstance(layer, TokenAndPositionEmbedding))  # fmt: skip
+    assert embedding.token_embedding.quantization_mode == "int8"
+    assert loaded.generate(sentences, method="greedy") == int8
 
 
 def test_the_shipped_translator_loads_by_name_and_translates():

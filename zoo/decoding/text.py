@@ -14,13 +14,19 @@ from zoo.progress import Progress
 from zoo.special_ids import EOS_ID, PAD_ID
 
 __all__ = [
-    "BUCKETS", "Buckets", "bucket_length", "bucketed", "output_length", "translate_sentences",
-    "translate_strings", "xla_compiled",
+    "BUCKETS", "Buckets", "bucket_length", "bucketed", "forget_compiled", "output_length",
+    "translate_sentences", "translate_strings", "xla_compiled",
 ]  # fmt: skip
 
 
 # model -> {settings: compiled function}; a model's functions go when the model goes.
 _COMPILED = weakref.WeakKeyDictionary()
+
+
+def forget_compiled(model):
+    """Drop the searches compiled for ``model`` (its weights changed kind, as
+    ``quantize`` changes them): the next translation compiles afresh."""
+    _COMPILED.pop(model, None)
 
 
 class Buckets(NamedTuple):

@@ -142,10 +142,13 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     ):
         if reverse:
             hidden = token_ids  # (B, T, D)
-            matrix = ops.cast(self.token_embedding.embeddings, hidden.dtype)  # (V, D)
             # One plain matmul on (B*T, D): on rank 3 TensorFlow broadcasts the matrix.
             flat = ops.reshape(hidden, (-1, ops.shape(hidden)[-1]))
-            logits = ops.einsum("ad,vd->av", flat, matrix)  # (B*T, V)
+            if self.token_embedding.quantization_mode == "int8":
+                logits = self._int8_logits(flat)
+            else:
+                matrix = ops.cast(self.token_embedding.embeddings, hidden.dtype)  # (V, D)
+                logits = ops.einsum("ad,vd->av", flat, matrix)  # (B*T, V)
             return ops.reshape(logits, leading_axes(hidden) + (self.vocab_size,))  # (B, T, V)
         length = token_ids.shape[1]
         static = isinstance(length, int) and isinstance(start_index, numbers.Integral)
@@ -166,6 +169,17 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         if self.position_embedding is not None:
             x = x + self.position_embedding(x, start_index=start_index)
         return self.dropout_layer(x, training=training)
+
+    def _int8_logits(self, flat):
+        """The tied projection of ``flat`` (A, D) on a table that ``quantize("int8")`` made
+        int8, with its scale per token (Keras's: the table is ``int8 / scale``): the hidden
+        states quantized per row as Keras's int8 ``Dense`` does, then one int8 matmul."""
+        table = self.token_embedding.embeddings  # (V, D) int8
+        scale = ops.cast(self.token_embedding.embeddings_scale, "float32")  # (V,)
+        flat_int8, flat_scale = keras.quantizers.abs_max_quantize(flat, axis=-1)  # (A, 1)
+        products = ops.matmul(flat_int8, ops.transpose(table))  # (A, V) int32
+        logits = ops.divide(ops.cast(products, "float32"), flat_scale * scale[None])
+        return ops.cast(logits, flat.dtype)
 
     def compute_mask(self, token_ids, previous_mask=None):
         if len(token_ids.shape) == 3:  # reverse: hidden states, whose mask passes through

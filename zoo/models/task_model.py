@@ -1,6 +1,9 @@
 """What zoo's task models share, in keras-hub's shape: the backbone's graph with its
 preprocessor beside it, saved and loaded as it was, and trained models by name."""
 
+import warnings
+
+from zoo.decoding.text import forget_compiled
 from zoo.models.presets import load_trained
 
 __all__ = ["TaskModel"]
@@ -28,11 +31,38 @@ class TaskModel:
 
     def get_config(self):
         # Loaded as it was saved: compiled (compile_from_config) only if it was, so that Keras
-        # looks for no optimizer in a file without one.
-        return {**super().get_config(), "compile": False}
+        # looks for no optimizer in a file without one; quantized if it was (below).
+        config = {**super().get_config(), "compile": False}
+        modes = {layer.quantization_mode for layer in self.backbone._flatten_layers()} - {None}
+        if modes:
+            config["quantization"] = modes.pop()
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        # A quantized model's layers are built as the architecture says (float) and quantized
+        # before Keras loads the file's weights into them: their int8 weights and scales.
+        config = dict(config)
+        mode = config.pop("quantization", None)
+        model = super().from_config(config)
+        if mode:
+            with warnings.catch_warnings():  # "layer X has no quantize method": its norms...
+                warnings.simplefilter("ignore", UserWarning)
+                model.quantize(mode)
+        return model
 
     def compile_from_config(self, config):
         self.compile(**config)
+
+    def quantize(self, mode=None, **kwargs):
+        """Keras's ``quantize`` (``"int8"``: int8 weights, each with its scale, and int8
+        matmuls) of the backbone's layers. The preprocessor holds no weights: it is left as
+        it is. The searches compiled for the model before are dropped: they read the float
+        weights."""
+        if self.preprocessor is not None:
+            self.preprocessor.built = True  # nothing to build: Keras refuses unbuilt layers
+        super().quantize(mode, **kwargs)
+        forget_compiled(self.backbone)
 
     @classmethod
     def from_preset(cls, preset, **kwargs):
