@@ -48,6 +48,7 @@ def main(argv=None):
     import tensorflow as tf
 
     import zoo  # noqa: F401  (registers zoo's models for load_model)
+    from zoo.artifacts import serving_path
     from zoo.data import load_multi30k
     from zoo.evaluation import corpus_bleu
 
@@ -64,7 +65,9 @@ def main(argv=None):
         for method, kwargs in [("greedy", {}), ("beam", {"beam_size": 5})]:
             hypotheses = model.generate(sources, method=method, **kwargs)
             row[f"BLEU {method}"] = corpus_bleu(hypotheses, references)["bleu"]
-        served = tf.saved_model.load(model.export_serving(tempfile.mkdtemp()) + "/serving/1")
+        folder = model.export_serving(tempfile.mkdtemp())
+        row["model.keras (MB)"] = os.path.getsize(os.path.join(folder, "model.keras")) / 1e6
+        served = tf.saved_model.load(serving_path(folder))
         batch = sources[:64]
         searches = {
             "in process, greedy b64": lambda s, m=model: m.generate(s, method="greedy"),
@@ -86,6 +89,9 @@ def main(argv=None):
         if key.startswith("BLEU"):
             cells = [f"{v:.2f}" for v in values]
             change = f"{values[1] - values[0]:+.2f} BLEU"
+        elif key.endswith("(MB)"):
+            cells = [f"{v:.1f}" for v in values]
+            change = f"{values[1] / values[0]:.2f}x"
         else:
             cells = [f"{v[0]:.1f} ({v[1]:.1f}-{v[2]:.1f})" for v in values]
             change = f"{values[1][0] / values[0][0]:.2f}x"
