@@ -4,7 +4,8 @@ signature, side by side in one run.
 
 Quantized: every ``Dense`` of the blocks (int8 weights with a scale per output, the inputs
 quantized per row at each call) and the token table, whose tied output projection runs as one
-int8 matmul (``TokenAndPositionEmbedding``). Issue 67's target: BLEU within 0.3 of float32.
+int8 matmul (``TokenAndPositionEmbedding``). Issue 67's target: BLEU within 0.3 of float32. The
+two are timed alternately, round by round (``common.time_alternating``), on the same batch.
 
     python benchmarks/int8_translator.py             # about 10 minutes on 2 cores
     python benchmarks/int8_translator.py --sentences 200 --rounds 1
@@ -12,10 +13,8 @@ int8 matmul (``TokenAndPositionEmbedding``). Issue 67's target: BLEU within 0.3 
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -24,18 +23,7 @@ ROOT = os.path.dirname(HERE)
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
 
 SHIPPED = os.path.join(ROOT, "saved_models", "translator-en-de")
-
-
-def sentences_per_second(translate, sources, rounds):
-    """The median over ``rounds`` of len(sources) / seconds, after a warm-up call (the
-    compiles); and the lowest and highest."""
-    translate(sources)
-    rates = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        translate(sources)
-        rates.append(len(sources) / (time.perf_counter() - start))
-    return statistics.median(rates), min(rates), max(rates)
+SEARCHES = ("in process, greedy b64", "in process, beam 4 b64", "plain served, greedy b64")
 
 
 def main(argv=None):
@@ -52,6 +40,9 @@ def main(argv=None):
     from zoo.data import load_multi30k
     from zoo.evaluation import corpus_bleu
 
+    sys.path.insert(0, HERE)
+    import common
+
     test = load_multi30k("test2016")[: args.sentences]
     sources, references = [s for s, _ in test], [r for _, r in test]
     models = {"float32": keras.models.load_model(os.path.join(SHIPPED, "model.keras"))}
@@ -59,7 +50,8 @@ def main(argv=None):
     with warnings.catch_warnings():  # "layer X has no quantize method": the norms, dropouts
         warnings.simplefilter("ignore", UserWarning)
         models["int8"].quantize("int8")
-    rows = {}
+    rows, steps = {}, {}
+    batch = sources[:64]
     for name, model in models.items():
         row = rows[name] = {}
         for method, kwargs in [("greedy", {}), ("beam", {"beam_size": 5})]:
@@ -67,35 +59,27 @@ def main(argv=None):
             row[f"BLEU {method}"] = corpus_bleu(hypotheses, references)["bleu"]
         folder = model.export_serving(tempfile.mkdtemp())
         row["model.keras (MB)"] = os.path.getsize(os.path.join(folder, "model.keras")) / 1e6
-        served = tf.saved_model.load(serving_path(folder))
-        batch = sources[:64]
-        searches = {
-            "in process, greedy b64": lambda s, m=model: m.generate(s, method="greedy"),
-            "in process, beam 4 b64": lambda s, m=model: m.generate(s, method="beam",
-                                                                    beam_size=4),
-            "plain served, greedy b64": lambda s, f=served.signatures["translate_greedy"]:
-                f(inputs=tf.constant(s)),
-        }  # fmt: skip
-        for label, translate in searches.items():
-            row[label] = sentences_per_second(translate, batch, args.rounds)
-        print(f"{name}: done", file=sys.stderr, flush=True)
+        served = tf.saved_model.load(serving_path(folder)).signatures["translate_greedy"]
+        searches = (lambda m=model: m.generate(batch, method="greedy"),
+                    lambda m=model: m.generate(batch, method="beam", beam_size=4),
+                    lambda f=served: f(inputs=tf.constant(batch)))  # fmt: skip
+        for label, step in zip(SEARCHES, searches):
+            steps[(label, name)] = step
+        print(f"{name}: scored and exported", file=sys.stderr, flush=True)
+    seconds = common.time_alternating(steps, steps=1, rounds=args.rounds, warmup=1)
+    for (label, name), time_taken in seconds.items():
+        rows[name][label] = len(batch) / time_taken
 
-    print(f"test2016, {len(sources)} sentences; speed: sentences per second, the median of "
-          f"{args.rounds} rounds on the first 64 (lowest-highest)")
-    print("| | " + " | ".join(rows) + " | int8 ÷ float32 |")
-    print("|---|" + "---|" * (len(rows) + 1))
+    print(f"test2016, {len(sources)} sentences; speed: sentences per second on the first 64, "
+          f"the median of {args.rounds} rounds (int8 and float32 alternately)")
+    table = []
     for key in rows["float32"]:
-        values = [rows[name][key] for name in rows]
+        old, new = rows["float32"][key], rows["int8"][key]
         if key.startswith("BLEU"):
-            cells = [f"{v:.2f}" for v in values]
-            change = f"{values[1] - values[0]:+.2f} BLEU"
-        elif key.endswith("(MB)"):
-            cells = [f"{v:.1f}" for v in values]
-            change = f"{values[1] / values[0]:.2f}x"
+            table.append([key, f"{old:.2f}", f"{new:.2f}", f"{new - old:+.2f} BLEU"])
         else:
-            cells = [f"{v[0]:.1f} ({v[1]:.1f}-{v[2]:.1f})" for v in values]
-            change = f"{values[1][0] / values[0][0]:.2f}x"
-        print(f"| {key} | " + " | ".join(cells) + f" | {change} |")
+            table.append([key, f"{old:.1f}", f"{new:.1f}", f"{new / old:.2f}x"])
+    print("\n".join(common.markdown_table(["", "float32", "int8", "int8 ÷ float32"], table)))
 
 
 if __name__ == "__main__":

@@ -12,9 +12,9 @@ import tensorflow as tf
 
 from tests.harness import REPO_ROOT, fit_built
 from zoo.data import BOS_ID, EOS_ID, load_multi30k, make_translation_dataset, train_sentencepiece
-from zoo.models import Translator, TranslatorBackbone, TranslatorPreprocessor, translator_config
 from zoo.decoding.text import _COMPILED
 from zoo.layers import TokenAndPositionEmbedding
+from zoo.models import Translator, TranslatorBackbone, TranslatorPreprocessor, translator_config
 from zoo.models.translator import attention_weights, translator_layers
 
 PAIRS = load_multi30k("val")[:64]
