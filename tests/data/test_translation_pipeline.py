@@ -300,14 +300,17 @@ def test_skipping_done_batches_keeps_the_options_and_skips(pairs, tokenizer):
     assert [labels.numpy().tolist() for _, labels in skipping] == everything[2:]
 
 
-@pytest.mark.parametrize("streamed", [False, True], ids=["in_memory", "streamed"])
+@pytest.mark.parametrize("streamed, part", [(False, None), (True, None), (True, (1, 2))],
+                         ids=["in_memory", "streamed", "a_workers_part_streamed"])
 def test_a_pass_resumes_at_any_batch_without_making_the_windows_before(
-        pairs, tokenizer, tmp_path, streamed):
+        pairs, tokenizer, tmp_path, streamed, part):
     """A resumed run starts its pass where its backup's position says: in the window of the
     last batch done, after that window's batches done (``DataPosition.window_of``, from the
     pass's log). It gives the rest of the epoch batch for batch, the CMLM's masks included,
     and reads no pair of the windows before (``DataCounts``). A backup without the window (from
-    before) rebuilds the batches done and drops them, to the same."""
+    before) rebuilds the batches done and drops them, to the same. So does a worker's part
+    under multi_worker (its shard of the files), which each worker resumes from its own backup
+    (tests/training/test_distributed.py kills and resumes a cluster whole)."""
     from zoo.models.nat.objectives import CMLMObjective
 
     data = pairs[:240]
@@ -323,7 +326,8 @@ def test_a_pass_resumes_at_any_batch_without_making_the_windows_before(
         position = DataPosition()
         ds = make_translation_dataset(data, tokenizer, batch_tokens=256, max_length=32, seed=3,
                                       epoch=position, shuffle_buffer=48, counts=counts,
-                                      objective=CMLMObjective(32, EOS_ID, max_offset=8))
+                                      objective=CMLMObjective(32, EOS_ID, max_offset=8),
+                                      part=part)
         ds = skip_done(ds, position)  # train()'s: the pass skips by itself
         position.set(1, done, window)
         before = int(counts.read.numpy())
@@ -336,18 +340,19 @@ def test_a_pass_resumes_at_any_batch_without_making_the_windows_before(
             for x, y in zip(a, b):
                 np.testing.assert_array_equal(x, y)
 
+    total = 240 if part is None else 120  # a part: one shard of the two
     full, position, read = run()
-    assert read == 240
+    assert read == total
     logged = position.log.numpy()[: len(full)].tolist()
     assert [row[:2] for row in logged] == [[1, n] for n in range(len(full))]
     windows = [row[2] for row in logged]
-    assert windows == sorted(windows) and windows[-1] == 4  # 5 windows of 48 pairs
+    assert windows == sorted(windows) and windows[-1] == (total - 1) // 48  # windows of 48
     for done in sorted(np.random.default_rng(0).choice(range(1, len(full)), 3, replace=False)):
         where = position.window_of(1, int(done))
         assert where == (windows[done - 1], windows[: done].count(windows[done - 1]))
         made, _, read = run(int(done), where)
         assert_same(made, full[done:])
-        assert read == 240 - 48 * where[0], (done, where)  # from its window on
+        assert read == total - 48 * where[0], (done, where)  # from its window on
     made, _, read = run(int(done))  # the window not known: rebuilt
     assert_same(made, full[done:])
-    assert read == 240
+    assert read == total

@@ -310,11 +310,11 @@ def test_a_worker_whose_peer_dies_stops_and_both_resume_streaming_with_the_same_
     assert chief["steps"] == worker["steps"] == sum(epochs) + 1
     assert chief["weights"] == worker["weights"] and chief["losses"] == worker["losses"]
     assert not os.path.exists(worker_dir(workdir, "worker", 1))
-    # Each worker resumed its own part in the window it had reached: the weights of a run
-    # never killed.
-    # (Its BLEU validation is left out: it changes no weight.)
-    never, _ = _finished(_workers(tmp_path / "never", {**options, "bleu_sample_size": 0}))
-    assert chief["weights"] == never["weights"]  # (the logged losses are each fit's means)
+    # That each worker's part goes on, batch for batch, as the never-killed part would, is
+    # tests/data/test_translation_pipeline.py's (a worker's part resumed in its window); that
+    # the weights, the optimizer and the random seeds come back exactly is
+    # tests/training/test_kill_and_resume.py's. A never-killed cluster here would cost as much
+    # again as these two.
     assert len(chief["history"]["val_bleu"]) == 1
     assert chief["history"]["val_loss"] == worker["history"]["val_loss"]
     assert {MODEL_FILE, SENTENCEPIECE_FILE} <= set(os.listdir(workdir))
