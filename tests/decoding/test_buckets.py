@@ -1,6 +1,7 @@
 """The padded shapes of the XLA searches (zoo.decoding.text.BUCKETS): few programs, any batch."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from zoo.decoding.text import BUCKETS, Buckets, bucket_length, bucketed
@@ -23,9 +24,11 @@ def test_the_tensor_length_bucket_is_the_python_one():
     assert limited == [BUCKETS.padded_length(int(n), source_limit=40) for n in lengths]
 
 
-def test_a_batch_goes_through_in_bucket_shapes_and_comes_back_whole():
-    """The search sees only bucket shapes, a batch past the largest in parts of it; each row
-    comes back as the search made it, the padding dropped."""
+@pytest.mark.parametrize("side_by_side", [True, False], ids=["halves", "whole"])
+def test_a_batch_goes_through_in_bucket_shapes_and_comes_back_whole(side_by_side):
+    """The search sees only bucket shapes, a batch past the largest in parts of it, and a part
+    of several rows as its two halves (side by side) unless told not to; each row comes back
+    as the search made it, in its place, the padding dropped."""
     seen = []
 
     def search(source):  # each row's ids, doubled: the rows must come back in their places
@@ -33,11 +36,14 @@ def test_a_batch_goes_through_in_bucket_shapes_and_comes_back_whole():
         return source * 2
 
     buckets = Buckets(rows=(1, 4), lengths=(8, 16))
-    run = bucketed(search, source_limit=12, buckets=buckets)
+    run = bucketed(search, source_limit=12, buckets=buckets, side_by_side=side_by_side)
     for batch, length, parts in [(1, 3, [(1, 8)]), (3, 9, [(4, 12)]), (9, 5, [(4, 8)] * 3)]:
         seen.clear()
         source = np.arange(1, batch * length + 1, dtype="int32").reshape(batch, length)
         ids = run(tf.constant(source)).numpy()
+        if side_by_side:  # each part of 4 rows as two of 2
+            parts = [half for rows, width in parts
+                     for half in ([(rows // 2, width)] * 2 if rows > 1 else [(rows, width)])]
         assert seen == parts
         assert ids.shape == (batch, parts[0][1])
         np.testing.assert_array_equal(ids[:, :length], source * 2)
@@ -58,3 +64,15 @@ def test_without_rows_only_the_width_is_padded():
     ids = run(tf.constant(source)).numpy()
     assert seen == [(9, 8)]
     np.testing.assert_array_equal(ids[:, :5], source * 2)
+
+
+def test_halves_of_different_widths_come_back_as_one_batch_0_padded():
+    """A NAT's outputs are as wide as its longest candidate, so a part's halves may differ."""
+
+    def search(source):  # a half with an id above 10 gives 3 more columns
+        wider = tf.cast(tf.reduce_max(source) > 10, tf.int32) * 3
+        return tf.pad(source, [[0, 0], [0, wider]])
+
+    source = np.array([[1, 2], [3, 4], [11, 5], [6, 7]], "int32")
+    ids = bucketed(search, buckets=Buckets(rows=(4,), lengths=(2,)))(tf.constant(source))
+    np.testing.assert_array_equal(ids.numpy(), np.pad(source, [[0, 0], [0, 3]]))
