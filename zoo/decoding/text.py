@@ -58,7 +58,7 @@ class Buckets(NamedTuple):
 
 
 # What bucketed() pads to, in process and in every export: 3 batch sizes x 7 lengths, 21 programs
-# per XLA search (of 1, 4 and 32 rows: a part's halves run side by side), few enough for a
+# per XLA search (a narrow model's of 1, 4 and 32 rows: its halves side by side), few enough for a
 # warm-up to compile. Lengths are fine and rows coarse because
 # padding a length costs a search far more than padding rows
 # (benchmarks/studies/bucket_padding.py).
@@ -209,8 +209,7 @@ def translate_sentences(
         if method == "beam":
             ids_kwargs["beam_size"] = beam_size
         search = make_search(model, method, max_length, compile_stage=xla_compiled, **ids_kwargs)
-        functions[settings] = _make_translate_function(tf, preprocessor, search,
-                                                       side_by_side=method != "sample")
+        functions[settings] = _make_translate_function(tf, preprocessor, search)
     run = functions[settings]
     if not sentences:
         return []
@@ -237,7 +236,7 @@ def xla_compiled(function):
     return tf.function(function, jit_compile=True, autograph=False)
 
 
-def bucketed(search, source_limit=None, buckets=BUCKETS, rows=True, side_by_side=True):
+def bucketed(search, source_limit=None, buckets=BUCKETS, rows=True):
     """``search`` on sources padded to few shapes: what an XLA-compiled search needs.
 
     XLA compiles once per input shape, so the batch is padded up to its :class:`Buckets` rows
@@ -245,21 +244,20 @@ def bucketed(search, source_limit=None, buckets=BUCKETS, rows=True, side_by_side
     searched in parts. Padding changes no translation that ends (padded rows are dropped), but
     the search's length follows the padded width (:func:`output_length`).
 
-    A part of several rows is searched as two halves at once (``side_by_side``): XLA's CPU
-    runtime runs a program's operations one after another, on one core, and TensorFlow runs
-    the two halves' programs (one program, as both have one shape) on two of its threads. On
-    2 cores a batch of 64 went 1.4-1.6x as fast, one of 8 1.3x (``benchmarks/ctranslate2.py``).
+    A search whose ``side_by_side`` attribute is true has each part of several rows searched
+    as two halves at once: XLA's CPU runtime runs a narrow model's operations one after
+    another on one core, and TensorFlow runs the two halves' programs (one program, as both
+    have one shape) on two of its threads (see
+    :func:`zoo.models.translator.search.halves_side_by_side`).
 
     Args:
-        search: a function of ``(B, S)`` int32 source ids, 0-padded, to ``(B, L)`` ids; with
-            ``side_by_side``, a row's ids must not depend on the other rows (a sampler's
-            draws do: each half would draw the same numbers).
+        search: a function of ``(B, S)`` int32 source ids, 0-padded, to ``(B, L)`` ids; when
+            its ``side_by_side`` is true, a row's ids must not depend on the other rows.
         source_limit: the model's source positions (None: no limit).
         buckets: the padded shapes (:data:`BUCKETS`, those of every export).
         rows: pad and split the rows too (for XLA); False pads only the width, all that a
             plain graph-mode search needs for the same outputs (a loop over parts would keep
             TensorFlow from hoisting the weights out of the search's).
-        side_by_side: with ``rows``, search a part's two halves at once.
 
     Returns:
         A function of the same arguments and results (int32 ids), in TensorFlow ops.
@@ -278,7 +276,7 @@ def bucketed(search, source_limit=None, buckets=BUCKETS, rows=True, side_by_side
                           for ids in (first, second)], 0)  # fmt: skip
 
     def part_searched(source):
-        if not side_by_side:
+        if not getattr(search, "side_by_side", False):
             return searched(source)
         return tf.cond(tf.shape(source)[0] > 1, lambda: halves(source), lambda: searched(source))
 
@@ -302,9 +300,9 @@ def bucketed(search, source_limit=None, buckets=BUCKETS, rows=True, side_by_side
     return run
 
 
-def _make_translate_function(tf, preprocessor, search, side_by_side):
+def _make_translate_function(tf, preprocessor, search):
     """The frame in a ``tf.function`` over the search (compiled by XLA), on bucketed shapes."""
-    search = bucketed(search, preprocessor.max_length, side_by_side=side_by_side)
+    search = bucketed(search, preprocessor.max_length)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     def run(sentences):

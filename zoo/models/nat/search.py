@@ -14,6 +14,7 @@ from zoo.decoding.text import bucket_length
 from zoo.models.nat.config import MASK_ID
 from zoo.models.nat.inference import ctc_logits, decode_and_lengths, nat_modes
 from zoo.models.translator import rescorer, translator_layers
+from zoo.models.translator.search import halves_side_by_side
 from zoo.special_ids import BOS_ID
 
 __all__ = [
@@ -138,7 +139,7 @@ def nat_translator_search(model, method, max_length, compile_stage=None, **kwarg
         def one_pass(source_ids):  # the best alignment, collapsed, cut to max_length
             return ctc_greedy(ctc_logits(model, source_ids), MASK_ID)[:, :max_length]
 
-        return compile_stage(one_pass)
+        return halves_side_by_side(compile_stage(one_pass), model, method)
     if teacher is not None:
         check_rescorer(teacher, model, max_length)
 
@@ -169,7 +170,7 @@ def nat_translator_search(model, method, max_length, compile_stage=None, **kwarg
         width = bucket_length(ops.max(lengths), source_limit=max_length)
         return refine(source_ids, lengths, ops.zeros((1, width), "int32"))
 
-    return search
+    return halves_side_by_side(search, model, method)
 
 
 def check_rescorer(teacher, model, max_length):

@@ -12,9 +12,24 @@ from zoo.decoding.text import output_length
 from zoo.models.translator.inference import step_and_caches
 from zoo.models.translator.stacks import translator_layers
 
-__all__ = ["METHODS", "translator_search"]
+__all__ = ["METHODS", "halves_side_by_side", "translator_search"]
 
 METHODS = ("beam", "greedy", "sample")
+# The widest model whose XLA searches take a batch as two halves side by side. On this 2-core
+# CPU, XLA's runtime ran the shipped translator's operations (d_model 128) one after another on
+# one core, and its halves side by side went 1.3-1.5x as fast at batch 8 and 64; the base
+# Transformer's matmuls (d_model 512) take both cores already, and halves made it 0.84x as fast
+# (benchmarks/RESULTS.md). Between the two, untried.
+SIDE_BY_SIDE_MAX_WIDTH = 256
+
+
+def halves_side_by_side(search, model, method):
+    """``search``, marked for :func:`zoo.decoding.bucketed` to take a batch as two halves side
+    by side if ``model`` is narrow enough and the method draws nothing (a sampler's draws
+    depend on its batch: its halves would draw the same numbers)."""
+    search.side_by_side = (method != "sample"
+                           and model.get_config()["d_model"] <= SIDE_BY_SIDE_MAX_WIDTH)
+    return search
 
 
 def translator_search(model, method, max_length, beam_size=4, compile_stage=None, **kwargs):
@@ -59,4 +74,4 @@ def translator_search(model, method, max_length, beam_size=4, compile_stage=None
             return greedy_search(step, caches, length, **kwargs)
         return sample(step, caches, length, **kwargs)
 
-    return compile_stage(search)
+    return halves_side_by_side(compile_stage(search), model, method)

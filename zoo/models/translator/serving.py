@@ -172,9 +172,7 @@ class TextServing(tf.Module):
             search = self._search(method, compile_stage=xla_compiled, **kwargs)
         else:
             search = self._search(method, **kwargs)
-        # A sampler's draws depend on its batch: its halves would draw the same numbers.
-        return self._frame(inputs, bucketed(search, self.max_input_length, rows=xla,
-                                            side_by_side=method != "sample"))
+        return self._frame(inputs, bucketed(search, self.max_input_length, rows=xla))
 
 
 MAX_BEAM_SIZE = 16  # the largest beam of `translate_beam`; larger requests are clamped to it
