@@ -58,10 +58,9 @@ class Buckets(NamedTuple):
 
 
 # What bucketed() pads to, in process and in every export: 3 batch sizes x 7 lengths, 21 programs
-# per XLA search (a narrow model's of 1, 4 and 32 rows: its halves side by side), few enough for a
-# warm-up to compile. Lengths are fine and rows coarse because
-# padding a length costs a search far more than padding rows
-# (benchmarks/studies/bucket_padding.py).
+# per XLA search (a narrow model's of 1, 4 and 32 rows: its halves side by side), few enough for
+# a warm-up to compile. Lengths are fine and rows coarse because padding a length costs a search
+# far more than padding rows (benchmarks/studies/bucket_padding.py).
 BUCKETS = Buckets(rows=(1, 8, 64), lengths=(16, 24, 32, 48, 64, 96, 128))
 
 
