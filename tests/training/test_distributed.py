@@ -22,10 +22,11 @@ from zoo.training.strategy import check_distributed_options, fit_across_workers,
 
 # The tiny translator without dropout (each replica would draw its own masks), on a few pairs,
 # at its peak learning rate from the first step, so that the few steps visibly learn; or the tiny
-# tagger so, without word dropout, on a few sentences (of the dev split: the quickest to read).
+# tagger so (its preset has no dropout in its layers; its word dropout is drawn from each part's batch
+# places, as on one device), on a few sentences (of the dev split: the quickest to read).
 _TRAIN = textwrap.dedent(
     """
-    import functools, json, os, sys
+    import dataclasses, functools, json, os, sys
     import keras
     import tensorflow as tf
     from zoo.data import (DataPart, DataPosition, ParallelCorpus, load_multi30k,
@@ -41,7 +42,8 @@ _TRAIN = textwrap.dedent(
             self.losses.append(float(logs["loss"]))
 
     def run(workdir, strategy, epochs, callbacks=(), batch_multiple=None, parts=None,
-            shards=None, task="translator", shuffle_buffer=100_000, **options):
+            shards=None, task="translator", shuffle_buffer=100_000, word_dropout=0.0,
+            **options):
         task = get_task(task)
         dataset, run.parts = type(task).dataset.__get__(task), []  # not an earlier run's
         if batch_multiple:  # one device, batched as two replicas are (equal shares of each)
@@ -59,8 +61,8 @@ _TRAIN = textwrap.dedent(
             task.dataset = recorded
         steps = StepLosses()
         if task.name == "tagger":
-            config = task.get_config("tiny", epochs=epochs, warmup_steps=1, word_dropout=0.0,
-                                     use_crf=False)  # softmax: quicker to trace than a CRF
+            config = task.get_config("tiny", epochs=epochs, warmup_steps=1,
+                                     word_dropout=word_dropout, use_crf=False)  # softmax: quicker to trace than a CRF
             sentences = load_ud_english_ewt("dev")
             data, validation = sentences[:60], sentences[60:68]
         else:
@@ -83,8 +85,10 @@ _TRAIN = textwrap.dedent(
                                   callbacks=[steps, *callbacks], **options)
         run.model, run.history = model, history
         # The batches of each epoch of this worker's part (the part read at its epoch), and
-        # the tagger's sentences (their word ids) of the first.
+        # the tagger's sentences (their word ids, no word dropped) of the first.
         vocabulary, run.batches, run.sentences = task.load_vocabulary(workdir), [], None
+        if task.name == "tagger":
+            config = dataclasses.replace(config, word_dropout=0.0)
         for epoch in range(epochs):
             part = run.parts[0] if run.parts else None
             position = DataPosition()  # as train() makes the epoch (window by window)
@@ -250,14 +254,20 @@ def _finished(results):
     return [result for _, result, _ in results]
 
 
-def test_two_tagger_workers_each_read_their_own_sentences_and_train_as_one_device_does(tmp_path):
-    # train() under multi_worker against one device, on the tagger; the translator's parts are
-    # tests/data/test_translation_pipeline.py's, and its two workers run in the test below.
-    workdir, alone = tmp_path / "cluster", tmp_path / "alone"
-    options = {"epochs": 1, "task": "tagger"}
-    # One device, each batch the two parts' batches of a step side by side, run meanwhile.
-    one = _python(_RUN, str(alone), "auto", json.dumps({**options, "parts": 2}))
+def test_two_tagger_workers_each_read_their_own_sentences_train_as_one_device_and_resume_exactly(
+        tmp_path):
+    # train() under multi_worker against one device, on the tagger; the translators' parts are
+    # tests/data/test_translation_pipeline.py's, and the NAT's two workers run in the test
+    # below (the translator's are those parts, and one device's exact resume, together).
+    # With word dropout, whose draws are each part's own (its batches' places): one device,
+    # reading the parts side by side, draws them too.
+    options = {"epochs": 1, "task": "tagger", "word_dropout": 0.25, "backup_every": 3}
+    # One device, each batch the two parts' batches of a step side by side, run meanwhile; and
+    # a cluster killed at its 5th batch (a backup after the 3rd).
+    one = _python(_RUN, str(tmp_path / "alone"), "auto", json.dumps({**options, "parts": 2}))
+    workdir, killed = tmp_path / "cluster", tmp_path / "killed"
     chief, worker = _finished(_workers(workdir, options))
+    assert [status for status, _, _ in _workers(killed, options, kill_after=5)] == [-9, -9]
     one = json.loads(_finish(one).splitlines()[-1])
     # Each built its own part, in batches of a replica's half of the word budget: disjoint
     # sentences, together the epoch's (which one device reads whole).
@@ -275,19 +285,31 @@ def test_two_tagger_workers_each_read_their_own_sentences_and_train_as_one_devic
     for step, (a, b) in enumerate(zip(one["losses"], chief["losses"][:shorter])):
         assert abs(a - b) <= 0.02 * a, (step, a, b)
     assert chief["losses"][-1] < chief["losses"][0]
-    assert sorted(os.listdir(workdir)) == sorted(os.listdir(alone))
+    assert sorted(os.listdir(workdir)) == sorted(os.listdir(tmp_path / "alone"))
     assert {MODEL_FILE, TAGGER_VOCABULARY_FILE} <= set(os.listdir(workdir))
     assert not os.path.exists(worker_dir(workdir, "worker", 1))
+    # The killed cluster, run again with the same command: each worker resumes its own part
+    # from its backup (the batches done made again and dropped, their word dropout drawn
+    # again) to the never-killed cluster's weights, with its steps.
+    for folder in (killed, worker_dir(killed, "worker", 1)):
+        with open(os.path.join(folder, BACKUP_DIR, "training_metadata.json")) as f:
+            assert json.load(f)["batches"] == 3, folder
+    for result in _finished(_workers(killed, options)):
+        assert result["weights"] == chief["weights"]
+        assert len(result["losses"]) == longer - 3 and result["steps"] == chief["steps"]
 
 
-def test_a_worker_whose_peer_dies_stops_and_both_resume_streaming_with_the_same_command(
+def test_a_worker_whose_peer_dies_stops_and_both_resume_exactly_with_the_same_command(
         tmp_path):
     workdir = tmp_path / "cluster"
-    # With mixed precision and the BLEU validation of every epoch, which run there too.
-    # The pairs in two files, streamed: each worker reads one of them, in windows of 16 pairs.
-    options = {"epochs": 1, "backup_every": 3, "mixed_precision": True, "bleu_sample_size": 4,
-               "shards": 2, "shuffle_buffer": 16}  # fmt: skip
-    # Worker 1 is killed at its 5th batch: the chief stops, naming it, and keeps the backup.
+    # The NAT, whose CMLM masks are drawn in each worker's pipeline (the translator's pipeline
+    # and more), with mixed precision and the BLEU validation of every epoch. The pairs in two
+    # files, streamed: each worker reads one of them, in windows of 16 pairs.
+    options = {"epochs": 1, "task": "nat", "backup_every": 3, "mixed_precision": True,
+               "bleu_sample_size": 4, "shards": 2, "shuffle_buffer": 16}  # fmt: skip
+    # A cluster never killed, and one whose worker 1 is killed at its 5th batch: the chief
+    # stops, naming it, and keeps the backup.
+    never = _finished(_workers(tmp_path / "never", options))
     chief, worker = _workers(workdir, options, kill_after=5, pausing=(1,))
     assert worker[0] == -9
     status, _, err = chief
@@ -302,21 +324,18 @@ def test_a_worker_whose_peer_dies_stops_and_both_resume_streaming_with_the_same_
             backup = json.load(f)
         assert backup["batches"] == 3 and backup["window"][0] >= 1, (folder, backup)
     chief, worker = _finished(_workers(workdir, options))
-    # Both went on from the backup after 3 batches, to the step count of an unbroken run: as
-    # many steps as the longer part has batches (Keras counts one more step at the epoch's end).
+    # Both went on from the backup after 3 batches, to the never-killed cluster's weights and
+    # steps: as many as the longer part has batches (Keras counts one more at the epoch's end).
     assert chief["parts"] == [[0, 2, 2]] and worker["parts"] == [[1, 2, 2]]
     epochs = [max(a, b) for a, b in zip(chief["batches"], worker["batches"])]
     assert len(chief["losses"]) == len(worker["losses"]) == sum(epochs) - 3
-    assert chief["steps"] == worker["steps"] == sum(epochs) + 1
-    assert chief["weights"] == worker["weights"] and chief["losses"] == worker["losses"]
+    assert chief["steps"] == worker["steps"] == never[0]["steps"] == sum(epochs) + 1
+    assert chief["weights"] == worker["weights"] == never[0]["weights"] == never[1]["weights"]
+    assert chief["losses"] == worker["losses"]
     assert not os.path.exists(worker_dir(workdir, "worker", 1))
-    # That each worker's part goes on, batch for batch, as the never-killed part would, is
-    # tests/data/test_translation_pipeline.py's (a worker's part resumed in its window); that
-    # the weights, the optimizer and the random seeds come back exactly is
-    # tests/training/test_kill_and_resume.py's. A never-killed cluster here would cost as much
-    # again as these two.
     assert len(chief["history"]["val_bleu"]) == 1
-    assert chief["history"]["val_loss"] == worker["history"]["val_loss"]
+    assert chief["history"]["val_loss"] == worker["history"]["val_loss"] == never[0][
+        "history"]["val_loss"]  # fmt: skip
     assert {MODEL_FILE, SENTENCEPIECE_FILE} <= set(os.listdir(workdir))
 
 
