@@ -8,12 +8,14 @@ benchmark, not a slower peer), then times the same sentences, strings in and str
 - zoo in process: ``Translator.generate`` (its search compiled by XLA);
 - zoo served: the SavedModel's ``_xla`` signatures (``translate_greedy_xla``, ``translate_xla``)
   and its plain ones (``translate_greedy``, ``serving_default``), which a stock TF Serving runs;
+- zoo in process quantized to int8 (``quantize("int8")``; the shipped model only);
 - CTranslate2 float32 at 1 and 2 threads, and int8 at 1 thread, each in a process of its own
   (two models in one process ran 10x slower here).
 
 Each row (greedy and beam 4, at batch 1 and batch 64) runs every system in turn, round after
 round; a figure is the median of the rounds (sentences per second) with its spread (lowest to
-highest). The ratio is zoo's time over CTranslate2 float32's at its better thread setting.
+highest). The ratio is zoo's time over CTranslate2 float32's at its better thread setting (zoo
+int8's: over CTranslate2 int8's).
 
     python benchmarks/ctranslate2.py                  # the shipped translator and a base-sized one
     python benchmarks/ctranslate2.py --sizes shipped --rounds 5 --no-record
@@ -38,14 +40,16 @@ import numpy as np  # noqa: E402
 
 SHIPPED = os.path.join(ROOT, "saved_models", "translator-en-de")
 TITLE = "CTranslate2 on the same weights (sentences per second)"
-# The rows of each size: (search, beam size, batch size, sentences of test2016). The base model
-# is about 20 times slower: fewer sentences keep `make bench` within its 30 minutes.
+# The rows of each size: (search, beam size, batch size, sentences of test2016), as few as keep
+# `make bench` within its 30 minutes on 2 cores with both sizes (the plain signatures take half
+# of a shipped round; the base model is about 20 times slower than the shipped one).
 SIZES = {
-    "shipped": [("greedy", 1, 1, 300), ("beam 4", 4, 1, 300), ("greedy", 1, 64, 1000),
-                ("beam 4", 4, 64, 1000)],
-    "base": [("greedy", 1, 1, 10), ("beam 4", 4, 1, 10), ("greedy", 1, 64, 128),
-             ("beam 4", 4, 64, 128)],
+    "shipped": [("greedy", 1, 1, 100), ("beam 4", 4, 1, 100), ("greedy", 1, 64, 384),
+                ("beam 4", 4, 64, 384)],
+    "base": [("greedy", 1, 1, 10), ("beam 4", 4, 1, 10), ("greedy", 1, 64, 64),
+             ("beam 4", 4, 64, 64)],
 }
+INT8 = "zoo int8 in process (XLA)"  # its ratio is to CTranslate2 int8's time
 CT2_SYSTEMS = {"CT2 float32, 1 thread": ("float32", 1), "CT2 float32, 2 threads": ("float32", 2),
                "CT2 int8, 1 thread": ("int8", 1)}  # fmt: skip
 # The base Transformer (Vaswani et al. 2017) with random weights: its searches run to this many
@@ -218,22 +222,37 @@ class CT2Process:
 
 
 # ---------------------------------------------------------------- zoo's systems
-def zoo_systems(translator, serving_folder, max_length=None):
-    """name -> ``run(sentences, beam, batch)`` -> ``(seconds, outputs)``: zoo in process, and its
-    SavedModel's ``_xla`` and plain signatures when ``serving_folder`` is given."""
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
+def in_process(translator, max_length=None):
+    """``run(sentences, beam, batch)`` -> ``(seconds, outputs)`` of ``translator.generate``."""
 
-    def in_process(sentences, beam, batch):
+    def run(sentences, beam, batch):
         method = {"method": "greedy"} if beam == 1 else {"method": "beam", "beam_size": beam}
         start = time.perf_counter()
         outputs = translator.generate(sentences, batch_size=batch, max_length=max_length,
                                       **method)  # fmt: skip
         return time.perf_counter() - start, outputs
 
-    systems = {"zoo in process (XLA)": in_process}
+    return run
+
+
+def zoo_systems(translator, serving_folder, max_length=None):
+    """name -> ``run(sentences, beam, batch)`` -> ``(seconds, outputs)``: zoo in process, and,
+    when ``serving_folder`` is given (the shipped model), zoo in process quantized to int8 and
+    its SavedModel's ``_xla`` and plain signatures."""
+    import warnings
+
+    import keras
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
+
+    systems = {"zoo in process (XLA)": in_process(translator, max_length)}
     if serving_folder is None:
         return systems
+    int8 = keras.models.load_model(os.path.join(SHIPPED, "model.keras"))
+    with warnings.catch_warnings():  # "layer X has no quantize method": the norms, dropouts
+        warnings.simplefilter("ignore")
+        int8.quantize("int8")
+    systems[INT8] = in_process(int8, max_length)
     loaded = tf.saved_model.load(serving_folder)
 
     def served(greedy_name, beam_name):
@@ -346,9 +365,12 @@ def table_rows(size, figures):
     rows = []
     for (search, batch), by_system in figures.items():
         ct2 = max(statistics.median(by_system[n]) for n in CT2_SYSTEMS if "float32" in n)
+        ct2_int8 = statistics.median(by_system["CT2 int8, 1 thread"])
         for name, speeds in by_system.items():
             median = statistics.median(speeds)
             ratio = "" if name.startswith("CT2") else f"{ct2 / median:.2f}x"
+            if name == INT8:
+                ratio = f"{ct2_int8 / median:.2f}x of CT2 int8"
             rows.append([size, search, batch, name, f"{median:.1f}",
                          f"{min(speeds):.1f}-{max(speeds):.1f}", ratio])  # fmt: skip
     return rows
@@ -382,8 +404,10 @@ def main(argv=None):
         common.publish_table(TITLE, command.strip(), header, rows, notes=[
             f"medians of {args.rounds} alternating rounds after a warm-up, CTranslate2 "
             f"{ctranslate2.__version__}, each of its models in a process of its own",
-            f"base: random weights, every search {BASE_OUTPUT_LENGTH} tokens long, "
-            f"{SIZES['base'][0][3]} sentences at batch 1 and {SIZES['base'][2][3]} at batch 64",
+            f"the shipped translator: {SIZES['shipped'][0][3]} sentences of test2016 at batch 1 "
+            f"and {SIZES['shipped'][2][3]} at batch 64; base: random weights, every search "
+            f"{BASE_OUTPUT_LENGTH} tokens long, {SIZES['base'][0][3]} sentences at batch 1 and "
+            f"{SIZES['base'][2][3]} at batch 64",
         ])  # fmt: skip
 
 
