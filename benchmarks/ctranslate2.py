@@ -239,8 +239,6 @@ def zoo_systems(translator, serving_folder, max_length=None):
     """name -> ``run(sentences, beam, batch)`` -> ``(seconds, outputs)``: zoo in process, and,
     when ``serving_folder`` is given (the shipped model), zoo in process quantized to int8 and
     its SavedModel's ``_xla`` and plain signatures."""
-    import warnings
-
     import keras
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
@@ -249,9 +247,7 @@ def zoo_systems(translator, serving_folder, max_length=None):
     if serving_folder is None:
         return systems
     int8 = keras.models.load_model(os.path.join(SHIPPED, "model.keras"))
-    with warnings.catch_warnings():  # "layer X has no quantize method": the norms, dropouts
-        warnings.simplefilter("ignore")
-        int8.quantize("int8")
+    int8.quantize("int8")
     systems[INT8] = in_process(int8, max_length)
     loaded = tf.saved_model.load(serving_folder)
 

@@ -22,6 +22,7 @@ from zoo_cli import quiet_native_logs  # noqa: E402
 
 quiet_native_logs()  # before TensorFlow: none of its C++ start-up lines
 
+import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 # benchmarks/: common.py
@@ -31,7 +32,6 @@ import common  # noqa: E402  (benchmarks/common.py)
 from zoo.data import load_multi30k  # noqa: E402
 from zoo.decoding.text import BUCKETS, Buckets, bucketed, translate_strings, xla_compiled  # noqa
 from zoo.models import TranslatorPreprocessor  # noqa: E402
-from zoo.tasks import load, task_of  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = os.path.join(ROOT, "saved_models", "translator-en-de")
@@ -49,10 +49,10 @@ SEARCHES = {"greedy": {}, "beam 4": {"beam_size": 4}}
 
 
 def translate_function(model, tokenizer, method, limit, buckets, **kwargs):
-    """What zoo.tasks.translate runs (the search under XLA in the tf-text frame), on
+    """What ``model.generate`` runs (the search under XLA in the tf-text frame), on
     ``buckets``."""
     ids = {"bos_id": tokenizer.bos_id, "eos_id": tokenizer.eos_id, **kwargs}
-    search = task_of(model).search(model, method, None, compile_stage=xla_compiled, **ids)
+    search = model.search(model.backbone, method, None, compile_stage=xla_compiled, **ids)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     def run(sentences):
@@ -91,8 +91,10 @@ def main(argv=None):
     parser.add_argument("--no-record", action="store_true", help="do not write RESULTS.md")
     args = parser.parse_args(argv)
     print(common.machine_description(), flush=True)
-    _, model, tokenizer = load(MODEL)
-    limit = task_of(model).source_limit(model)
+    import zoo  # noqa: F401  (registers zoo's models for load_model)
+
+    model = keras.models.load_model(os.path.join(MODEL, "model.keras"))
+    tokenizer, limit = model.preprocessor.tokenizer, model.source_positions(model.backbone)
     sentences = [source for source, _ in load_multi30k("test2016")]
     loads = workloads(sentences)
     rows = []

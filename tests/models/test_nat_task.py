@@ -27,6 +27,10 @@ def test_generate_after_load_model_and_no_fit_on_strings(tmp_path):
     vocabulary = train_sentencepiece(texts, tmp_path / "sp", vocab_size=400)
     backbone = NATBackbone.from_architecture(nat_config("tiny", vocab_size=400))
     nat = NATTranslator(backbone, TranslatorPreprocessor(vocabulary, max_length=48))
+    # A preprocessor that reads more than the backbone's 48 positions would feed it sources
+    # it cannot read.
+    with pytest.raises(ValueError, match="reads 128 source tokens, more than the 48 that"):
+        NATTranslator(backbone, TranslatorPreprocessor(vocabulary))
     expected = nat.generate(["A dog runs.", ""], iterations=2)
     nat.save(tmp_path / "nat.keras")
     loaded = keras.models.load_model(tmp_path / "nat.keras")

@@ -1,6 +1,7 @@
 """What zoo's task models share, in keras-hub's shape: the backbone's graph with its
 preprocessor beside it, saved and loaded as it was, and trained models by name."""
 
+import re
 import warnings
 
 from zoo.decoding.text import forget_compiled
@@ -58,10 +59,24 @@ class TaskModel:
         """Keras's ``quantize`` (``"int8"``: int8 weights, each with its scale, and int8
         matmuls) of the backbone's layers. The preprocessor holds no weights: it is left as
         it is. The searches compiled for the model before are dropped: they read the float
-        weights."""
+        weights. Keras warns once for each layer it leaves in float (every norm and dropout):
+        one warning here names their kinds."""
         if self.preprocessor is not None:
             self.preprocessor.built = True  # nothing to build: Keras refuses unbuilt layers
-        super().quantize(mode, **kwargs)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            super().quantize(mode, **kwargs)
+        kept = set()
+        for warning in caught:
+            found = re.match(r"Layer (\w+) does not have a `quantize` method", str(warning.message))
+            if found:
+                kept.add(found.group(1))
+            else:  # anything else Keras said, as it said it
+                warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                       warning.lineno)  # fmt: skip
+        if kept:
+            warnings.warn(f"quantize({mode!r}) left the layers of these kinds in float: "
+                          f"{', '.join(sorted(kept))}", stacklevel=2)  # fmt: skip
         forget_compiled(self.backbone)
 
     @classmethod

@@ -52,6 +52,18 @@ class Translator(TaskModel, Seq2SeqLM):
     serving_class = TranslatorServing  # the signatures of export_serving
     preset_config = staticmethod(get_config)  # an architecture preset's config
 
+    def __init__(self, backbone, preprocessor=None, **kwargs):
+        # A preprocessor that reads more source tokens than the backbone has positions for
+        # would hand it sources it cannot read (a silent wrong answer, not an error).
+        positions = self.source_positions(backbone)
+        if preprocessor is not None and positions is not None and (
+                preprocessor.max_length is None or preprocessor.max_length > positions):
+            raise ValueError(
+                f"The preprocessor reads {preprocessor.max_length} source tokens, more than "
+                f"the {positions} that {backbone.name!r} reads: pass a preprocessor of "
+                f"max_length={positions} (preprocessor.with_max_length({positions})).")
+        super().__init__(backbone, preprocessor, **kwargs)
+
     def compile(self, optimizer="auto", loss="auto", *, weighted_metrics="auto",
                 sampler=None, **kwargs):  # fmt: skip
         """Keras's ``compile``, with defaults for fine-tuning, and the search of ``generate``.
