@@ -35,6 +35,7 @@ size is first learned on the Multi30k training sentences.
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -72,6 +73,7 @@ from zoo.models import TranslatorConfig, build_translator, translator_config  # 
 from zoo.models.translator import step_and_caches  # noqa: E402
 
 from zoo.tasks import load, translate  # noqa: E402
+from zoo.tasks.translation.config import TRAINING_PRESETS  # noqa: E402
 
 NEVER = -1  # an EOS id that no token has: every search runs its full length
 GREEDY = "zoo greedy (KV cache)"
@@ -93,8 +95,10 @@ def load_or_build(workdir):
         _, model, tokenizer = load(workdir, "translator")
         config_path = os.path.join(workdir, CONFIG_FILE)
         if os.path.exists(config_path):
-            with open(config_path) as f:
-                config = TranslatorConfig(**json.load(f))
+            with open(config_path) as f:  # the run's: the architecture and how it trained
+                recorded = json.load(f)
+            names = {field.name for field in dataclasses.fields(TranslatorConfig)}
+            config = TranslatorConfig(**{k: v for k, v in recorded.items() if k in names})
         else:
             config = translator_config("small")
         return model, tokenizer, config, f"trained, {os.path.join(workdir, MODEL_FILE)}"
@@ -102,7 +106,8 @@ def load_or_build(workdir):
     prefix = os.path.join(tempfile.mkdtemp(prefix="decode-bench-"), "sentencepiece")
     start = time.perf_counter()
     texts = [text for pair in load_multi30k("train") for text in pair]
-    vocab_path = train_sentencepiece(texts[: config.vocab_sample_size], prefix, config.vocab_size)
+    sample = TRAINING_PRESETS["small"].vocab_sample_size  # as `zoo train` samples it
+    vocab_path = train_sentencepiece(texts[:sample], prefix, config.vocab_size)
     seconds = time.perf_counter() - start
     print(f"SentencePiece ({config.vocab_size} pieces) learned in {seconds:.0f} s")
     keras.utils.set_random_seed(0)
