@@ -38,10 +38,11 @@ class TimeLimit(keras.callbacks.Callback):
 
     def __init__(self, seconds):
         super().__init__()
-        self.seconds = seconds
+        self.seconds, self._start = seconds, None
 
     def on_train_begin(self, logs=None):
-        self._start = time.monotonic()
+        if self._start is None:  # a run's first fit: a resumed run's cut epoch is a fit of its own
+            self._start = time.monotonic()
 
     def on_train_batch_end(self, batch, logs=None):
         if time.monotonic() - self._start > self.seconds:
