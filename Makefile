@@ -45,7 +45,7 @@ demo: $(STAMP)
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/train_step.py
-	$(BIN)/python benchmarks/decode.py
+	$(BIN)/python benchmarks/decode.py --sentences 64
 	$(BIN)/python benchmarks/ctranslate2.py
 
 # The notebooks at tiny size, nothing written (as the suite runs them); notebooks-full runs each
