@@ -78,3 +78,15 @@ def test_halves_of_different_widths_come_back_as_one_batch_0_padded():
     source = np.array([[1, 2], [3, 4], [11, 5], [6, 7]], "int32")
     ids = bucketed(search, buckets=Buckets(rows=(4,), lengths=(2,)))(tf.constant(source))
     np.testing.assert_array_equal(ids.numpy(), np.pad(source, [[0, 0], [0, 3]]))
+
+
+def test_parts_of_different_widths_come_back_as_one_batch_0_padded():
+    """A batch past the largest bucket goes in parts, and a NAT's parts may differ in width."""
+
+    def search(source):  # a part with an id above 10 gives 3 more columns
+        wider = tf.cast(tf.reduce_max(source) > 10, tf.int32) * 3
+        return tf.pad(source, [[0, 0], [0, wider]])
+
+    source = np.array([[1, 2], [3, 4], [11, 5], [6, 7], [8, 9]], "int32")
+    ids = bucketed(search, buckets=Buckets(rows=(2,), lengths=(2,)))(tf.constant(source))
+    np.testing.assert_array_equal(ids.numpy(), np.pad(source, [[0, 0], [0, 3]]))

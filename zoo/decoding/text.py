@@ -288,13 +288,14 @@ def bucketed(search, source_limit=None, buckets=BUCKETS, rows=True):
         part = tf.reduce_min(tf.where(ladder >= batch, ladder, buckets.rows[-1]))  # rows
         parts = (batch + part - 1) // part
         source = tf.pad(source, [[0, parts * part - batch], [0, padded - length]])
-        ids = tf.map_fn(  # (parts, rows, L): one part at a time, each a bucket's shape
-            part_searched,
+        ids = tf.map_fn(  # (parts, rows, None): one part at a time, each a bucket's shape
+            lambda part_source: tf.RaggedTensor.from_tensor(part_searched(part_source)),
             tf.reshape(source, [parts, part, padded]),
-            fn_output_signature=tf.TensorSpec([None, None], tf.int32),
+            # Ragged: a NAT's part is as wide as its longest output, so parts' widths differ.
+            fn_output_signature=tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1),
             parallel_iterations=1,
         )
-        return tf.reshape(ids, [parts * part, -1])[:batch]  # (B', L)
+        return ids.merge_dims(0, 1).to_tensor(default_value=PAD_ID)[:batch]  # (B', L)
 
     return run
 
