@@ -150,6 +150,16 @@ def test_an_int8_translator_translates_and_its_keras_file_keeps_it_int8(translat
                      if isinstance(layer, TokenAndPositionEmbedding))  # fmt: skip
     assert embedding.token_embedding.quantization_mode == "int8"
     assert loaded.generate(sentences, method="greedy") == int8
+    # Some layers only (Keras's filters): the file loads with the others still float.
+    partial = keras.models.load_model(path)
+    partial.quantize("int8", filters=lambda layer: "decoder_block" in (layer.path or ""))
+    partial.save(tmp_path / "partial.keras")
+    loaded = keras.models.load_model(tmp_path / "partial.keras")
+    modes = [{layer.path: layer.quantization_mode for layer in model.backbone._flatten_layers()}
+             for model in (partial, loaded)]  # fmt: skip
+    assert modes[0] == modes[1] and {"int8", None} == set(modes[0].values())
+    assert loaded.generate(sentences, method="greedy") == partial.generate(sentences,
+                                                                           method="greedy")
 
 
 def test_the_shipped_translator_loads_by_name_and_translates():

@@ -34,9 +34,11 @@ class TaskModel:
         # Loaded as it was saved: compiled (compile_from_config) only if it was, so that Keras
         # looks for no optimizer in a file without one; quantized if it was (below).
         config = {**super().get_config(), "compile": False}
-        modes = {layer.quantization_mode for layer in self.backbone._flatten_layers()} - {None}
-        if modes:
-            config["quantization"] = modes.pop()
+        # Each quantized layer by its path: quantize(filters=...) may have left others float.
+        quantized = {layer.path: layer.quantization_mode
+                     for layer in self.backbone._flatten_layers() if layer.quantization_mode}
+        if quantized:
+            config["quantization"] = quantized
         return config
 
     @classmethod
@@ -44,12 +46,15 @@ class TaskModel:
         # A quantized model's layers are built as the architecture says (float) and quantized
         # before Keras loads the file's weights into them: their int8 weights and scales.
         config = dict(config)
-        mode = config.pop("quantization", None)
+        quantized = config.pop("quantization", None)
         model = super().from_config(config)
-        if mode:
+        if isinstance(quantized, str):  # a file that named one mode for every layer
+            quantized = {layer.path: quantized for layer in model.backbone._flatten_layers()}
+        for mode in sorted(set((quantized or {}).values())):
+            paths = {path for path, its_mode in quantized.items() if its_mode == mode}
             with warnings.catch_warnings():  # "layer X has no quantize method": its norms...
                 warnings.simplefilter("ignore", UserWarning)
-                model.quantize(mode)
+                model.quantize(mode, filters=lambda layer, paths=paths: layer.path in paths)
         return model
 
     def compile_from_config(self, config):
