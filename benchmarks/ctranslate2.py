@@ -344,13 +344,18 @@ def measure(size, rounds, rows, fixed_length=None):
         print(f"{size}: CTranslate2 float32's greedy translations are zoo's: {100 - cut} of 100 "
               f"equal, {cut} equal up to CTranslate2's length limit", flush=True)
         figures = {(search, batch): {name: [] for name in systems} for search, _, batch, _ in rows}
+        start = time.perf_counter()
         for number in range(rounds + 1):  # round 0 warms up: XLA compiles each padded shape
             for search, beam, batch, count in rows:
                 for name, run in systems.items():
-                    seconds, _ = run(sentences[:count], beam, batch)
+                    # Only XLA compiles a program per shape: the others warm up on one batch.
+                    warm_up_all = "XLA" in name or "_xla" in name
+                    taken = count if number or warm_up_all else min(count, batch)
+                    seconds, _ = run(sentences[:taken], beam, batch)
                     if number:
                         figures[(search, batch)][name].append(count / seconds)
-            print(f"{size}: round {number} of {rounds} done", flush=True)
+            print(f"{size}: round {number} of {rounds} done "
+                  f"({time.perf_counter() - start:.0f} s)", flush=True)
         return figures
     finally:
         for process in processes.values():

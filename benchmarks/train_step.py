@@ -4,7 +4,7 @@ Both models: 3+3 layers, d_model 256, 8 heads, ff 1024, vocabulary 8000, learned
 dropout 0.1, an untied output projection, batch 64, source and target length 32, AdamW.
 They are timed alternately in one run, with XLA on and off; the figure is the ratio.
 
-    python benchmarks/train_step.py [--rounds 5] [--steps 5]
+    python benchmarks/train_step.py [--rounds 5] [--steps 3]
 """
 
 import argparse
@@ -93,7 +93,7 @@ def make_step(model, data):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--no-record", action="store_true", help="do not write to RESULTS.md")
     args = parser.parse_args()
 
