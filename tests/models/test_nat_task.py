@@ -37,6 +37,14 @@ def test_generate_after_load_model_and_no_fit_on_strings(tmp_path):
     assert type(loaded) is NATTranslator
     assert loaded.generate(["A dog runs.", ""], iterations=2) == expected
     assert expected[1] == ""
+    # int8: its file loads int8 and translates as the quantized model does.
+    with pytest.warns(UserWarning, match="left the layers of these kinds in float"):
+        loaded.quantize("int8")
+    int8 = loaded.generate(["A dog runs.", "Two men."], iterations=2)
+    loaded.save(tmp_path / "int8.keras")
+    reloaded = keras.models.load_model(tmp_path / "int8.keras")
+    assert "int8" in {layer.quantization_mode for layer in reloaded.backbone._flatten_layers()}
+    assert reloaded.generate(["A dog runs.", "Two men."], iterations=2) == int8
     with pytest.raises(NotImplementedError, match="zoo train nat"):
         loaded.compile()
         loaded.fit(tf.data.Dataset.from_tensor_slices((["A dog."], ["Ein Hund."])).batch(1))

@@ -255,6 +255,21 @@ def test_the_default_window_survives_the_keras_file(crf_model, vocabulary, tmp_p
     )
 
 
+def test_an_int8_tagger_tags_and_its_keras_file_keeps_it_int8(crf_model, vocabulary, dev,
+                                                              tmp_path):  # fmt: skip
+    tagger = Tagger.from_backbone(crf_model, vocabulary)  # over a copy: the fixture stays float
+    with pytest.warns(UserWarning, match="left the layers of these kinds in float"):
+        tagger.quantize("int8")
+    int8 = tagger.tag(dev[:20])
+    tagger.save(tmp_path / "int8.keras")
+    loaded = keras.models.load_model(tmp_path / "int8.keras")
+    assert "int8" in {layer.quantization_mode for layer in loaded.backbone._flatten_layers()}
+    assert loaded.tag(dev[:20]) == int8
+    exact = Tagger.from_backbone(crf_model, vocabulary).tag(dev[:20])
+    pairs = [(a["upos"], b["upos"]) for x, y in zip(exact, int8) for a, b in zip(x, y)]
+    assert np.mean([a == b for a, b in pairs]) >= 0.9  # int8 weights: nearly the same tags
+
+
 @pytest.mark.parametrize("module", [backbone_module, preprocessor_module, tagger_module])
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
