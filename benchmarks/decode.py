@@ -35,8 +35,6 @@ size is first learned on the Multi30k training sentences.
 """
 
 import argparse
-import dataclasses
-import json
 import os
 import sys
 import tempfile
@@ -60,7 +58,7 @@ from common import (  # noqa: E402
     time_alternating,
 )
 
-from zoo.artifacts import CONFIG_FILE, MODEL_FILE  # noqa: E402
+from zoo.artifacts import MODEL_FILE  # noqa: E402
 from zoo.data import (  # noqa: E402
     BOS_ID,
     PAD_ID,
@@ -93,14 +91,9 @@ def load_or_build(workdir):
     """(model, tokenizer, config, where): a trained translator, or the random `small` one."""
     if workdir:
         _, model, tokenizer = load(workdir, "translator")
-        config_path = os.path.join(workdir, CONFIG_FILE)
-        if os.path.exists(config_path):
-            with open(config_path) as f:  # the run's: the architecture and how it trained
-                recorded = json.load(f)
-            names = {field.name for field in dataclasses.fields(TranslatorConfig)}
-            config = TranslatorConfig(**{k: v for k, v in recorded.items() if k in names})
-        else:
-            config = translator_config("small")
+        backbone = getattr(model, "backbone", model)
+        saved = backbone.get_config()  # a backbone's config is its architecture
+        config = TranslatorConfig(**{name: saved[name] for name in backbone.architecture_fields()})
         return model, tokenizer, config, f"trained, {os.path.join(workdir, MODEL_FILE)}"
     config = translator_config("small")
     prefix = os.path.join(tempfile.mkdtemp(prefix="decode-bench-"), "sentencepiece")
