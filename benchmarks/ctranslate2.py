@@ -74,8 +74,7 @@ def ctranslate2_spec(translator):
     from zoo.layers import sinusoidal_encoding
 
     backbone = translator.backbone
-    saved = backbone.get_config()
-    config = backbone.config_class(**{f: saved[f] for f in backbone.architecture_fields()})
+    config = backbone.architecture
     if not (config.position == "sinusoidal" and config.attention == "mha"
             and config.activation == "relu" and config.share_embeddings
             and config.cross_attention_score == "scaled_dot" and not config.copy_mechanism):

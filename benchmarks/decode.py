@@ -67,7 +67,7 @@ from zoo.data import (  # noqa: E402
     train_sentencepiece,
 )
 from zoo.decoding import beam_search, greedy_search, uncached_greedy_search  # noqa: E402
-from zoo.models import TranslatorConfig, build_translator, translator_config  # noqa: E402
+from zoo.models import build_translator, translator_config  # noqa: E402
 from zoo.models.translator import step_and_caches  # noqa: E402
 
 from zoo.tasks import load, translate  # noqa: E402
@@ -91,9 +91,7 @@ def load_or_build(workdir):
     """(model, tokenizer, config, where): a trained translator, or the random `small` one."""
     if workdir:
         _, model, tokenizer = load(workdir, "translator")
-        backbone = getattr(model, "backbone", model)
-        saved = backbone.get_config()  # a backbone's config is its architecture
-        config = TranslatorConfig(**{name: saved[name] for name in backbone.architecture_fields()})
+        config = getattr(model, "backbone", model).architecture
         return model, tokenizer, config, f"trained, {os.path.join(workdir, MODEL_FILE)}"
     config = translator_config("small")
     prefix = os.path.join(tempfile.mkdtemp(prefix="decode-bench-"), "sentencepiece")

@@ -42,6 +42,7 @@ def test_the_backbone_config_is_its_architecture():
     rebuilt.set_weights(backbone.get_weights())
     ids = {"source": np.array([[5, 6, 0]]), "target_in": np.array([[2, 7]])}
     np.testing.assert_allclose(rebuilt(ids), backbone(ids), atol=1e-6)
+    assert rebuilt.architecture == backbone.architecture == config  # the config it was built from
     # The searches read the layers by role, not by their names.
     assert translator_layers(backbone) is backbone.roles
     assert backbone.roles.encoder_outputs[0].name == "encoder_output_0"

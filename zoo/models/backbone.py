@@ -39,6 +39,11 @@ class ArchitectureBackbone(Backbone):
         """The backbone's arguments: the names of its model config's fields."""
         return tuple(field.name for field in dataclasses.fields(cls.config_class))
 
+    @property
+    def architecture(self):
+        """The model config (:attr:`config_class`) that this backbone was built from."""
+        return self.config_class(**self._architecture)
+
     @classmethod
     def from_architecture(cls, config, name=None):
         """The backbone of a config's architecture: a model config, or a run's config, which
